@@ -1,0 +1,256 @@
+"""Run configuration: nested frozen dataclasses, parsed from the command line by tyro.
+
+Every field's docstring is its ``--help`` text. The common flags live at the top level
+(``--env-id``, ``--total-timesteps`` ...); PPO hyperparameters keep CleanRL's flat names
+(``--learning-rate``, ``--num-steps`` ...); the other sections are prefixed (``--reward-model.*``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+import tyro
+
+
+class ConfigError(ValueError):
+    """A configuration value is out of range; the message is one line for the user."""
+
+
+def _check(cond: bool, message: str) -> None:
+    if not cond:
+        raise ConfigError(message)
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """PPO hyperparameters (CleanRL ``ppo_continuous_action`` defaults)."""
+
+    learning_rate: float = 3e-4
+    """Adam learning rate."""
+    anneal_lr: bool = True
+    """Anneal the learning rate linearly to 0 over the run."""
+    num_steps: int = 2048
+    """Steps per env per rollout."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    num_minibatches: int = 32
+    """Minibatches per epoch."""
+    update_epochs: int = 10
+    """Epochs over each rollout."""
+    norm_adv: bool = True
+    """Normalise advantages per minibatch."""
+    clip_coef: float = 0.2
+    """Surrogate clipping coefficient."""
+    clip_vloss: bool = True
+    """Clip the value loss as in the PPO paper."""
+    ent_coef: float = 0.0
+    """Entropy bonus coefficient."""
+    vf_coef: float = 0.5
+    """Value loss coefficient."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clip."""
+    target_kl: float | None = None
+    """Stop an update early when the approximate KL exceeds this (None: never)."""
+    hidden_size: int = 64
+    """Width of the two hidden layers of actor and critic."""
+    norm_obs: bool = True
+    """Normalise the policy's observations with running statistics (the reward model sees raw ones)."""
+    norm_reward: bool = True
+    """Scale the reward PPO trains on by a running std of the discounted return, then clip to +-10."""
+
+    def validate(self) -> None:
+        _check(self.learning_rate > 0, "--learning-rate must be > 0")
+        _check(self.num_steps >= 1, "--num-steps must be >= 1")
+        _check(0 <= self.gamma <= 1, "--gamma must be in [0, 1]")
+        _check(0 <= self.gae_lambda <= 1, "--gae-lambda must be in [0, 1]")
+        _check(self.num_minibatches >= 1, "--num-minibatches must be >= 1")
+        _check(self.update_epochs >= 1, "--update-epochs must be >= 1")
+        _check(self.clip_coef > 0, "--clip-coef must be > 0")
+        _check(self.max_grad_norm > 0, "--max-grad-norm must be > 0")
+        _check(self.hidden_size >= 1, "--hidden-size must be >= 1")
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """The learned reward: an ensemble of MLPs trained with the Bradley-Terry loss."""
+
+    ensemble_size: int = 3
+    """Number of reward models in the ensemble."""
+    hidden_sizes: tuple[int, ...] = (256, 256, 256)
+    """Hidden layer widths of each member."""
+    learning_rate: float = 3e-4
+    """Adam learning rate of the reward models."""
+    weight_decay: float = 0.0
+    """Adam (decoupled) weight decay."""
+    dropout: float = 0.0
+    """Dropout probability in training (prediction always runs in eval mode)."""
+    batch_size: int = 64
+    """Pairs per gradient step."""
+    max_epochs: int = 50
+    """Upper bound on epochs over all labels per training round."""
+    patience: int = 5
+    """Stop a round after this many epochs without a better validation loss."""
+    val_fraction: float = 0.2
+    """Share of labels held out for validation (and early stopping)."""
+
+    def validate(self) -> None:
+        _check(self.ensemble_size >= 1, "--reward-model.ensemble-size must be >= 1")
+        _check(0 <= self.dropout < 1, "--reward-model.dropout must be in [0, 1)")
+        _check(0 <= self.val_fraction < 1, "--reward-model.val-fraction must be in [0, 1)")
+        _check(self.batch_size >= 1, "--reward-model.batch-size must be >= 1")
+        _check(self.max_epochs >= 1, "--reward-model.max-epochs must be >= 1")
+
+
+@dataclass(frozen=True)
+class QueryConfig:
+    """Which segment pairs are sent for labelling, and when."""
+
+    total_labels: int = 700
+    """Labels requested over the whole run."""
+    initial_fraction: float = 0.25
+    """Share of labels requested up front from the initial random policy (Christiano: ~25%)."""
+    segment_length: int = 50
+    """Steps per segment."""
+    pool_size: int = 2000
+    """Recent segments kept as candidates."""
+    selection: Literal["uniform", "disagreement", "entropy"] = "disagreement"
+    """How candidate pairs are ranked: at random, by ensemble std of P(left>right), or by entropy."""
+    oversample: int = 10
+    """Candidates drawn per requested pair before ranking."""
+
+    def validate(self) -> None:
+        _check(self.total_labels >= 0, "--total-labels must be >= 0")
+        _check(0 <= self.initial_fraction <= 1, "--query.initial-fraction must be in [0, 1]")
+        _check(self.segment_length >= 1, "--segment-length must be >= 1")
+        _check(self.oversample >= 1, "--query.oversample must be >= 1")
+        _check(self.pool_size >= 2, "--query.pool-size must be >= 2")
+
+
+@dataclass(frozen=True)
+class TeacherConfig:
+    """Synthetic teacher (B-Pref, Lee et al. 2021). Defaults: the perfect oracle."""
+
+    beta: float = float("inf")
+    """Rationality: P(left) = sigmoid(beta * (R_left - R_right)); inf = always the better one."""
+    gamma: float = 1.0
+    """Myopia: step t of a segment of length H is weighted gamma**(H-1-t)."""
+    mistake: float = 0.0
+    """Probability of flipping the answer."""
+    skip_threshold: float = 0.0
+    """Skip a pair when both returns are below this fraction of the best segment return seen."""
+    equal_threshold: float = 0.0
+    """Answer 'equal' when |R_left - R_right| is below this fraction of the segment-return scale."""
+
+    def validate(self) -> None:
+        _check(self.beta >= 0, "--teacher.beta must be >= 0")
+        _check(0 < self.gamma <= 1, "--teacher.gamma must be in (0, 1]")
+        _check(0 <= self.mistake <= 1, "--teacher.mistake must be in [0, 1]")
+        _check(self.skip_threshold >= 0, "--teacher.skip-threshold must be >= 0")
+        _check(self.equal_threshold >= 0, "--teacher.equal-threshold must be >= 0")
+
+
+@dataclass(frozen=True)
+class VideoConfig:
+    """How segments are rendered for the human."""
+
+    width: int = 256
+    """Width of one clip in pixels (the pair video is twice as wide)."""
+    height: int = 256
+    """Height in pixels."""
+    shadows: bool = False
+    """Render shadows (slow on software GL)."""
+    reflections: bool = False
+    """Render floor reflections (slow on software GL)."""
+    fps: float | None = None
+    """Frames per second; None plays the segment at real time (1 / env dt)."""
+    ready_ahead: int = 4
+    """Pairs the render worker keeps ready ahead of the labeller."""
+
+    def validate(self) -> None:
+        _check(self.width >= 16 and self.height >= 16, "--video.width/height must be >= 16")
+        _check(self.fps is None or self.fps > 0, "--video.fps must be > 0")
+        _check(self.ready_ahead >= 1, "--video.ready-ahead must be >= 1")
+
+
+@dataclass(frozen=True)
+class WebConfig:
+    """The labelling web server (human feedback)."""
+
+    host: str = "127.0.0.1"
+    """Interface to bind. Anything but loopback requires the printed token."""
+    port: int = 0
+    """Port to bind; 0 picks a free one."""
+    token: str | None = None
+    """Access token; generated when the host is not loopback and none is given."""
+    open_browser: bool = False
+    """Open the labelling page in the default browser when the server starts."""
+
+    def validate(self) -> None:
+        _check(0 <= self.port <= 65535, "--web.port must be in [0, 65535]")
+
+
+@dataclass(frozen=True)
+class Config:
+    """rlhf train: teach a MuJoCo agent a behaviour from preferences."""
+
+    env_id: str = "HalfCheetah-v5"
+    """Gymnasium environment id (continuous actions)."""
+    total_timesteps: int = 1_000_000
+    """Environment steps over the whole run (all envs together)."""
+    seed: int = 1
+    """One seed makes the whole run reproducible."""
+    run_name: str | None = None
+    """Name of the run directory; default ``<env>__<reward>__<seed>__<timestamp>``."""
+    runs_dir: str = "runs"
+    """Parent directory of run directories."""
+    reward: Literal["learned", "env"] = "learned"
+    """Train PPO on the learned reward (RLHF) or on the true env reward (baseline)."""
+    feedback: Literal["human", "synthetic"] = "human"
+    """Where preference labels come from (with --reward learned)."""
+    feedback_wait: bool = False
+    """Block PPO until the initial share of labels has arrived (human feedback)."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Torch device for the networks; auto uses CUDA when present."""
+    num_envs: int = 1
+    """Parallel environments (synchronous vector env)."""
+    torch_threads: int = 1
+    """Torch CPU threads in the trainer (1 is fastest on small, shared machines)."""
+    progress: bool = True
+    """Show a tqdm progress bar."""
+    ppo: Annotated[PPOConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=PPOConfig)
+    """PPO hyperparameters."""
+    query: QueryConfig = field(default_factory=QueryConfig)
+    """Segment and query selection settings."""
+    reward_model: RewardConfig = field(default_factory=RewardConfig)
+    """Reward ensemble settings."""
+    teacher: TeacherConfig = field(default_factory=TeacherConfig)
+    """Synthetic teacher settings (--feedback synthetic)."""
+    video: VideoConfig = field(default_factory=VideoConfig)
+    """Video rendering settings (--feedback human)."""
+    web: WebConfig = field(default_factory=WebConfig)
+    """Web server settings (--feedback human)."""
+
+    def validate(self) -> Config:
+        """Raise :class:`ConfigError` with a one-line message on the first bad value."""
+        _check(self.total_timesteps >= 1, "--total-timesteps must be >= 1")
+        _check(self.num_envs >= 1, "--num-envs must be >= 1")
+        _check(self.torch_threads >= 1, "--torch-threads must be >= 1")
+        _check(
+            self.ppo.num_steps * self.num_envs >= self.ppo.num_minibatches,
+            "--num-steps x --num-envs must be >= --num-minibatches",
+        )
+        for section in (self.ppo, self.query, self.reward_model, self.teacher, self.video, self.web):
+            section.validate()
+        return self
+
+    @property
+    def batch_size(self) -> int:
+        """Transitions per PPO rollout (all envs)."""
+        return self.ppo.num_steps * self.num_envs
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
