@@ -80,8 +80,8 @@ class RewardConfig:
 
     ensemble_size: int = 3
     """Number of reward models in the ensemble."""
-    hidden_sizes: tuple[int, ...] = (256, 256, 256)
-    """Hidden layer widths of each member."""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Hidden layer widths of each member (Christiano et al. used two layers of 64 for MuJoCo)."""
     learning_rate: float = 3e-4
     """Adam learning rate of the reward models."""
     weight_decay: float = 0.0
@@ -243,7 +243,14 @@ class Config:
             self.ppo.num_steps * self.num_envs >= self.ppo.num_minibatches,
             "--num-steps x --num-envs must be >= --num-minibatches",
         )
-        for section in (self.ppo, self.query, self.reward_model, self.teacher, self.video, self.web):
+        for section in (
+            self.ppo,
+            self.query,
+            self.reward_model,
+            self.teacher,
+            self.video,
+            self.web,
+        ):
             section.validate()
         return self
 

@@ -259,7 +259,9 @@ class LabelStore:
             )
         return [replace(_pair_record(r), video_status=VIDEO_RENDERING) for r in rows]
 
-    def mark_video(self, pair_id: int, status: str, path: str | None = None, error: str | None = None) -> None:
+    def mark_video(
+        self, pair_id: int, status: str, path: str | None = None, error: str | None = None
+    ) -> None:
         """Record the outcome of a render: 'ready' with a path, 'failed' with an error, or 'pending'."""
         if status not in (VIDEO_PENDING, VIDEO_RENDERING, VIDEO_READY, VIDEO_FAILED):
             raise ValueError(f"unknown video status {status!r}")
@@ -274,7 +276,8 @@ class LabelStore:
         """Return pairs left 'rendering' by a worker that died to 'pending'; returns how many."""
         with self._tx() as con:
             cur = con.execute(
-                "UPDATE pairs SET video_status=? WHERE video_status=?", (VIDEO_PENDING, VIDEO_RENDERING)
+                "UPDATE pairs SET video_status=? WHERE video_status=?",
+                (VIDEO_PENDING, VIDEO_RENDERING),
             )
             return int(cur.rowcount)
 

@@ -143,7 +143,9 @@ class RolloutBatch:
         steps, envs = self.true_rewards.shape
         for name in ("terminated", "truncated", "valid"):
             if getattr(self, name).shape != (steps, envs):
-                raise ValueError(f"{name} must be ({steps}, {envs}), got {getattr(self, name).shape}")
+                raise ValueError(
+                    f"{name} must be ({steps}, {envs}), got {getattr(self, name).shape}"
+                )
         for name in ("obs", "actions", "qpos", "qvel"):
             arr = getattr(self, name)
             if arr.ndim != 3 or arr.shape[:2] != (steps, envs):

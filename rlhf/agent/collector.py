@@ -1,0 +1,110 @@
+"""Steps a vector env with the current policy and records everything later stages need."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+
+from rlhf.agent.ppo import NumpyActor
+from rlhf.agent.rollout import ObsNormalizer
+from rlhf.envs import PhysicsRecorder
+from rlhf.types import RolloutBatch
+
+
+@dataclass(frozen=True, eq=False)
+class PolicyRollout:
+    """The policy-side view of a rollout: what PPO needs besides the raw :class:`RolloutBatch`.
+
+    Attributes:
+        raw: the raw rollout (obs, applied actions, true rewards, dones, physics states).
+        norm_obs: observations as the policy saw them, (T, N, obs_dim).
+        actions: sampled (unclipped) actions whose log-probabilities PPO uses, (T, N, act_dim).
+        last_norm_obs: normalised observation after the last row, for the value bootstrap, (N, obs_dim).
+        episode_returns: true undiscounted returns of the episodes that ended in this rollout.
+        episode_lengths: their lengths.
+    """
+
+    raw: RolloutBatch
+    norm_obs: np.ndarray
+    actions: np.ndarray
+    last_norm_obs: np.ndarray
+    episode_returns: list[float]
+    episode_lengths: list[int]
+
+
+class RolloutCollector:
+    """Owns the vector env's running state between rollouts (current obs, episode tallies)."""
+
+    def __init__(
+        self,
+        envs: gym.vector.SyncVectorEnv,
+        env_id: str,
+        obs_norm: ObsNormalizer,
+        seed: int,
+    ) -> None:
+        self.envs = envs
+        self.env_id = env_id
+        self.obs_norm = obs_norm
+        self.physics = PhysicsRecorder(envs)
+        self.num_envs = envs.num_envs
+        space = envs.single_action_space
+        self.low = space.low.astype(np.float32)
+        self.high = space.high.astype(np.float32)
+        self.obs, _ = envs.reset(seed=seed)
+        self.prev_done = np.zeros(self.num_envs, bool)
+        self.ep_return = np.zeros(self.num_envs, np.float64)
+        self.ep_length = np.zeros(self.num_envs, np.int64)
+        self.global_step = 0
+
+    def collect(self, actor: NumpyActor, num_steps: int, rng: np.random.Generator) -> PolicyRollout:
+        """Run ``num_steps`` steps in every env with ``actor``."""
+        n, obs_dim = self.num_envs, self.obs.shape[1]
+        act_dim = self.low.shape[0]
+        raw_obs = np.empty((num_steps, n, obs_dim), np.float32)
+        norm_obs = np.empty_like(raw_obs)
+        actions = np.empty((num_steps, n, act_dim), np.float32)
+        applied = np.empty_like(actions)
+        rewards = np.empty((num_steps, n), np.float32)
+        terminated = np.empty((num_steps, n), bool)
+        truncated = np.empty((num_steps, n), bool)
+        valid = np.empty((num_steps, n), bool)
+        qpos = np.empty((num_steps, n, self.physics.nq))
+        qvel = np.empty((num_steps, n, self.physics.nv))
+        returns: list[float] = []
+        lengths: list[int] = []
+        start_step = self.global_step
+        for t in range(num_steps):
+            raw_obs[t] = self.obs
+            norm_obs[t] = self.obs_norm(self.obs)
+            actions[t] = actor.sample(norm_obs[t], rng)
+            applied[t] = np.clip(actions[t], self.low, self.high)
+            self.physics.read(qpos[t], qvel[t])
+            # After an episode ends, gymnasium's next step is a reset step: the action is ignored.
+            valid[t] = ~self.prev_done
+            self.obs, rewards[t], terminated[t], truncated[t], _ = self.envs.step(applied[t])
+            done = terminated[t] | truncated[t]
+            self.ep_return += np.where(valid[t], rewards[t], 0.0)
+            self.ep_length += valid[t]
+            for i in np.flatnonzero(done):
+                returns.append(float(self.ep_return[i]))
+                lengths.append(int(self.ep_length[i]))
+            self.ep_return[done] = 0.0
+            self.ep_length[done] = 0
+            self.prev_done = done
+        self.global_step += num_steps * n
+        raw = RolloutBatch(
+            obs=raw_obs,
+            actions=applied,
+            true_rewards=rewards,
+            terminated=terminated,
+            truncated=truncated,
+            valid=valid,
+            qpos=qpos,
+            qvel=qvel,
+            env_id=self.env_id,
+            start_step=start_step,
+        )
+        last = self.obs_norm(self.obs, update=False)
+        return PolicyRollout(raw, norm_obs, actions, last, returns, lengths)

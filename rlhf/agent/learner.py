@@ -1,0 +1,92 @@
+"""PPOLearner: the policy, its optimiser and normalisers, and one learning step per rollout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from rlhf.agent.collector import PolicyRollout
+from rlhf.agent.ppo import ActorCritic, NumpyActor, PPOBatch, UpdateStats, ppo_update
+from rlhf.agent.rollout import ObsNormalizer, RewardScaler, compute_gae
+from rlhf.config import PPOConfig
+
+
+class PPOLearner:
+    """Everything PPO owns. It never knows where its rewards come from: they are passed in."""
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        num_envs: int,
+        cfg: PPOConfig,
+        device: torch.device,
+    ) -> None:
+        self.cfg = cfg
+        self.device = device
+        self.agent = ActorCritic(obs_dim, act_dim, cfg.hidden_size).to(device)
+        self.optimizer = torch.optim.Adam(self.agent.parameters(), lr=cfg.learning_rate, eps=1e-5)
+        self.obs_norm = ObsNormalizer(obs_dim, enabled=cfg.norm_obs)
+        self.reward_scaler = RewardScaler(num_envs, cfg.gamma, enabled=cfg.norm_reward)
+
+    def actor(self) -> NumpyActor:
+        """A numpy snapshot of the current policy for the next rollout."""
+        return NumpyActor(self.agent)
+
+    def set_progress(self, fraction_done: float) -> None:
+        """Anneal the learning rate linearly to 0 (CleanRL's schedule) if enabled."""
+        if self.cfg.anneal_lr:
+            lr = (1.0 - fraction_done) * self.cfg.learning_rate
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+
+    def learn(
+        self, rollout: PolicyRollout, rewards: np.ndarray, rng: np.random.Generator
+    ) -> UpdateStats:
+        """One PPO update on ``rollout`` with per-step ``rewards`` (T, N) from any reward function."""
+        raw = rollout.raw
+        scaled = self.reward_scaler(rewards, raw.dones, raw.valid)
+        steps, n = scaled.shape
+        to = self._tensor
+        obs = to(rollout.norm_obs.reshape(steps * n, -1))
+        actions = to(rollout.actions.reshape(steps * n, -1))
+        with torch.no_grad():
+            logprobs, _, values = self.agent.evaluate(obs, actions)
+            last_values = self.agent.value(to(rollout.last_norm_obs))
+        values_np = values.cpu().numpy().reshape(steps, n)
+        advantages, returns = compute_gae(
+            scaled,
+            values_np,
+            last_values.cpu().numpy(),
+            raw.terminated,
+            raw.truncated,
+            raw.valid,
+            self.cfg.gamma,
+            self.cfg.gae_lambda,
+        )
+        keep = torch.from_numpy(np.flatnonzero(raw.valid.reshape(-1))).to(self.device)
+        batch = PPOBatch(
+            obs=obs[keep],
+            actions=actions[keep],
+            logprobs=logprobs[keep],
+            advantages=to(advantages.reshape(-1))[keep],
+            returns=to(returns.reshape(-1))[keep],
+            values=values[keep],
+        )
+        return ppo_update(self.agent, self.optimizer, batch, self.cfg, rng)
+
+    def _tensor(self, array: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(np.ascontiguousarray(array), dtype=torch.float32, device=self.device)
+
+    def save(self, path: Path) -> None:
+        torch.save(
+            {
+                "agent": self.agent.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "obs_rms": self.obs_norm.rms.state_dict(),
+                "reward_rms": self.reward_scaler.rms.state_dict(),
+            },
+            path,
+        )

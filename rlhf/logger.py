@@ -1,0 +1,63 @@
+"""Metrics to TensorBoard (``runs/<name>/tb``) and a tqdm progress bar on the terminal."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from torch.utils.tensorboard import SummaryWriter
+from tqdm import tqdm
+
+
+class Logger:
+    """Writes scalars to TensorBoard and keeps the latest value of each for the progress bar."""
+
+    def __init__(self, log_dir: Path, total_steps: int, progress: bool = True) -> None:
+        self.writer = SummaryWriter(str(log_dir))
+        self.latest: dict[str, float] = {}
+        self.bar = tqdm(total=total_steps, unit="step", disable=not progress, dynamic_ncols=True)
+
+    def hparams_text(self, config: dict) -> None:
+        """The whole config as a markdown table under the TEXT tab, as CleanRL does."""
+        rows = "\n".join(f"|{k}|{v}|" for k, v in _flatten(config).items())
+        self.writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{rows}")
+
+    def scalar(self, key: str, value: float, step: int) -> None:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return
+        self.writer.add_scalar(key, value, step)
+        self.latest[key] = float(value)
+
+    def scalars(self, values: dict[str, float], step: int) -> None:
+        for key, value in values.items():
+            self.scalar(key, value, step)
+
+    def progress(self, steps: int, **postfix: float | int | str) -> None:
+        """Advance the bar by ``steps`` and show ``postfix`` (e.g. return, sps)."""
+        self.bar.update(steps)
+        if postfix:
+            self.bar.set_postfix(
+                {k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in postfix.items()},
+                refresh=False,
+            )
+
+    def message(self, text: str) -> None:
+        """Print a line without breaking the progress bar."""
+        self.bar.write(text)
+
+    def close(self) -> None:
+        self.bar.close()
+        self.writer.flush()
+        self.writer.close()
+
+
+def _flatten(config: dict, prefix: str = "") -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{name}."))
+        else:
+            flat[name] = json.dumps(value) if not isinstance(value, str) else value
+    return flat

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Set everything up (first time only) and run the main job: `rlhf train ARGS`.
+# With no arguments that is the interactive run: label pairs in your browser while the agent learns.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$ROOT/scripts/system_deps.sh" runtime
+bash "$ROOT/scripts/setup.sh"
+export MUJOCO_GL="${MUJOCO_GL:-$([ -n "${DISPLAY:-}" ] && echo glfw || echo egl)}"
+cd "$ROOT"
+exec "$ROOT/.venv/bin/rlhf" train "$@"
