@@ -3,11 +3,33 @@
 from __future__ import annotations
 
 import difflib
+import logging
 
 import gymnasium as gym
+import mujoco
 import numpy as np
 
 from rlhf.config import ConfigError
+
+
+def quiet_mujoco_warnings() -> None:
+    """Route MuJoCo's warnings to Python logging instead of stderr and ``MUJOCO_LOG.TXT``.
+
+    MuJoCo 4 warns that gymnasium's model files use the deprecated ``settotalmass`` attribute on
+    every env creation, and writes each warning to a log file in the current directory.
+    """
+    log = logging.getLogger("rlhf.mujoco")
+
+    def handler(message: str) -> None:
+        if "deprecated" in message:
+            log.debug("mujoco: %s", message)
+        else:
+            log.warning("mujoco: %s", message)
+
+    mujoco.set_mju_user_warning(handler)
+
+
+quiet_mujoco_warnings()
 
 
 class EnvError(ConfigError):

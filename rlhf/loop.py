@@ -109,7 +109,8 @@ def _train(cfg, envs, run_dir: RunDir, rng, logger: Logger, device, reward_fn) -
             rollout = collector.collect(learner.actor(), cfg.ppo.num_steps, rng)
             step = collector.global_step
             step_rewards = rewards(rollout, iteration, step)
-            stats = learner.learn(rollout, step_rewards, rng)
+            # None: no labels yet (a human has not answered); keep acting, learn nothing.
+            stats = learner.learn(rollout, step_rewards, rng) if step_rewards is not None else None
             episodes += len(rollout.episode_returns)
             recent_returns.extend(rollout.episode_returns)
             sps = step / (time.perf_counter() - start)
@@ -149,7 +150,6 @@ def _log_iteration(
     logger.scalars(
         {
             "charts/learning_rate": learner.optimizer.param_groups[0]["lr"],
-            "charts/sps": sps,
             "losses/value_loss": stats.value_loss,
             "losses/policy_loss": stats.policy_loss,
             "losses/entropy": stats.entropy,

@@ -215,6 +215,30 @@ class LabelStore:
                 ids.append(int(cur.lastrowid))
         return ids
 
+    def add_pairs_with_labels(
+        self, pairs: list[Pair], answers: list[Answer], source: str, iteration: int = 0
+    ) -> list[int]:
+        """Store pairs and their labels in one transaction (synthetic teachers label at once)."""
+        if len(answers) != len(pairs):
+            raise ValueError("answers must have one entry per pair")
+        now = time.time()
+        ids: list[int] = []
+        with self._tx() as con:
+            for pair, answer in zip(pairs, answers, strict=True):
+                seg_ids = [self._insert_segment(con, s) for s in (pair.left, pair.right)]
+                cur = con.execute(
+                    "INSERT INTO pairs(left_segment, right_segment, iteration, created_at,"
+                    " video_status) VALUES(?, ?, ?, ?, 'none')",
+                    (seg_ids[0], seg_ids[1], iteration, now),
+                )
+                pair_id = int(cur.lastrowid)
+                con.execute(
+                    "INSERT INTO labels(pair_id, answer, source, created_at) VALUES(?, ?, ?, ?)",
+                    (pair_id, answer.value, source, now),
+                )
+                ids.append(pair_id)
+        return ids
+
     @staticmethod
     def _insert_segment(con: sqlite3.Connection, segment: Segment) -> int:
         cur = con.execute(
