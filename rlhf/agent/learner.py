@@ -27,7 +27,10 @@ class PPOLearner:
         self.cfg = cfg
         self.device = device
         self.agent = ActorCritic(obs_dim, act_dim, cfg.hidden_size).to(device)
-        self.optimizer = torch.optim.Adam(self.agent.parameters(), lr=cfg.learning_rate, eps=1e-5)
+        # fused: one kernel for all parameters; on these small nets the per-tensor loop dominates.
+        self.optimizer = torch.optim.Adam(
+            self.agent.parameters(), lr=cfg.learning_rate, eps=1e-5, fused=True
+        )
         self.obs_norm = ObsNormalizer(obs_dim, enabled=cfg.norm_obs)
         self.reward_scaler = RewardScaler(num_envs, cfg.gamma, enabled=cfg.norm_reward)
 
