@@ -147,6 +147,9 @@ def _log_iteration(
     for ret, length in zip(rollout.episode_returns, rollout.episode_lengths, strict=True):
         logger.scalar("charts/episodic_return", ret, step)
         logger.scalar("charts/episodic_length", length, step)
+    logger.scalar("charts/sps", sps, step)
+    if stats is None:  # no PPO update this iteration (no labels yet)
+        return
     logger.scalars(
         {
             "charts/learning_rate": learner.optimizer.param_groups[0]["lr"],

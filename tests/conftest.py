@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 import numpy as np
 import pytest
 import torch
+from flask import Flask
+from flask.testing import FlaskClient
+
+from rlhf.store import VIDEO_READY, LabelStore
+from rlhf.types import Pair, Segment
 
 torch.set_num_threads(1)
 
@@ -17,3 +24,81 @@ torch.set_num_threads(1)
 def rng() -> np.random.Generator:
     """A seeded generator, so every random test input is reproducible."""
     return np.random.default_rng(0)
+
+
+# -- web fixtures (labelling server) ---------------------------------------------------------------
+def _tiny_segment(rng: np.random.Generator, length: int = 4) -> Segment:
+    return Segment(
+        obs=rng.normal(size=(length, 3)).astype(np.float32),
+        actions=rng.uniform(-1, 1, size=(length, 2)).astype(np.float32),
+        true_rewards=rng.normal(size=length).astype(np.float32),
+        qpos=rng.normal(size=(length, 2)),
+        qvel=rng.normal(size=(length, 2)),
+        env_id="HalfCheetah-v5",
+    )
+
+
+@pytest.fixture
+def add_pairs(rng: np.random.Generator) -> Callable[[LabelStore, int], list[int]]:
+    """Factory: store ``n`` tiny pairs (4 steps, 3-d obs) in a store; returns their ids."""
+
+    def add(store: LabelStore, n: int) -> list[int]:
+        return store.add_pairs([Pair(_tiny_segment(rng), _tiny_segment(rng)) for _ in range(n)])
+
+    return add
+
+
+@pytest.fixture(scope="session")
+def mp4_bytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """A real, browser-playable H.264 MP4 (64x32, 12 frames of a moving square)."""
+    import imageio_ffmpeg
+
+    path = tmp_path_factory.mktemp("mp4") / "clip.mp4"
+    writer = imageio_ffmpeg.write_frames(
+        str(path), (64, 32), fps=12, codec="libx264", pix_fmt_out="yuv420p", macro_block_size=2,
+        output_params=["-movflags", "+faststart"],
+    )  # fmt: skip
+    writer.send(None)
+    for t in range(12):
+        frame = np.zeros((32, 64, 3), dtype=np.uint8)
+        frame[8:24, 4 * t : 4 * t + 8] = (240, 180, 40)
+        writer.send(frame)
+    writer.close()
+    return path.read_bytes()
+
+
+@pytest.fixture
+def web_run(tmp_path: Path, add_pairs, mp4_bytes: bytes) -> Iterator[tuple[LabelStore, Path]]:
+    """A run directory whose store has pairs 1-3 ready (videos written) and pair 4 pending."""
+    store = LabelStore(tmp_path / "labels.sqlite")
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    ids = add_pairs(store, 4)
+    for pair_id in ids[:3]:
+        path = videos / f"{pair_id}.mp4"
+        path.write_bytes(mp4_bytes)
+        store.mark_video(pair_id, VIDEO_READY, path=str(path))
+    yield store, videos
+    store.close()
+
+
+@pytest.fixture
+def app(web_run: tuple[LabelStore, Path]) -> Flask:
+    """The labelling app over ``web_run`` (loopback, no token, 10 labels requested)."""
+    from rlhf.server import create_app
+
+    store, videos = web_run
+    flask_app = create_app(store, videos, total_labels_hint=10)
+    flask_app.config["TESTING"] = True
+    return flask_app
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from tests.toy_env import register
+
+    register()
