@@ -97,4 +97,4 @@ def _serve(command: Serve) -> None:
     run_dir = open_run_dir(command.run)
     from rlhf.server import serve_run
 
-    serve_run(run_dir.root, command.web)
+    serve_run(run_dir.root, command.web, command.video)

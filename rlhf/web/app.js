@@ -1,0 +1,554 @@
+// rlhf labelling page. Plain JS, no build step.
+//
+// Flow: the page holds the current pair (in the active <video>) and the next one (preloaded in the
+// standby <video>). An answer goes into an outbox and the standby video is swapped in at once, so
+// the next pair plays without waiting for the server. The outbox sends answers one at a time and
+// retries with backoff until the server acknowledges them; the server is idempotent by pair id,
+// so re-sending is always safe. Unsent answers are kept in localStorage across reloads.
+"use strict";
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const params = new URLSearchParams(location.search);
+  const PREFETCH = params.get("prefetch") !== "0"; // ?prefetch=0: baseline for the benchmark
+  const POLL_NEXT_MS = 1500; // how often to ask for a pair while waiting for one
+  const POLL_STATUS_MS = 2000;
+  const MIN_VIEW_MS = 250; // a second key press this soon after a swap is a double press
+  const MAX_RETRY_MS = 10000;
+  const MAX_EXCLUDE = 100; // the server's limit on ?exclude=
+  const OUTBOX_KEY = "rlhf.outbox." + location.host;
+  const RATES = [0.25, 0.5, 1, 1.5, 2];
+  const ANSWER_TEXT = {
+    left: "left is better",
+    right: "right is better",
+    equal: "equally good",
+    skip: "can't tell (skipped)",
+  };
+
+  function readStorage(key) {
+    try {
+      return localStorage.getItem(key);
+    } catch (err) {
+      return null; // storage disabled: nothing was kept
+    }
+  }
+
+  const state = {
+    current: null, // {pair_id, video_url}
+    shownAt: 0,
+    upcoming: [], // pairs fetched ahead; upcoming[0] is preloaded in the standby video
+    outbox: [], // {kind: "label", pair, answer, response_ms} | {kind: "undo"}
+    sending: false,
+    retryMs: 0,
+    fetching: false,
+    nextFails: 0,
+    waitingReason: "Loading...",
+    failed: new Set(), // pair ids whose video failed to load
+    denied: null,
+    labelsDone: null,
+    requested: null,
+    total: null,
+    rate: Number(readStorage("rlhf.rate")) || 1,
+    scrubbing: false,
+  };
+  const timers = { fill: 0, pump: 0 };
+  let active = $("video-a");
+  let standby = $("video-b");
+
+  // -- server ------------------------------------------------------------------------------------
+  async function api(method, path, body) {
+    const opts = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
+    if (body !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
+    }
+    const res = await fetch(path, opts); // throws on network failure
+    let data = {};
+    try {
+      data = await res.json();
+    } catch (err) {
+      data = { message: "HTTP " + res.status };
+    }
+    return { ok: res.ok, status: res.status, data };
+  }
+
+  function deny(data) {
+    state.denied =
+      (data && data.message) ||
+      "Access denied: open the full link printed in the terminal (it ends with ?token=...).";
+    render();
+  }
+
+  // -- videos --------------------------------------------------------------------------------------
+  function load(el, pair) {
+    el.dataset.pairId = String(pair.pair_id);
+    el.defaultPlaybackRate = state.rate;
+    el.src = pair.video_url;
+  }
+
+  function play(el) {
+    el.playbackRate = state.rate;
+    const p = el.play();
+    if (p) p.catch(() => {}); // interrupted by the next swap: harmless
+    renderPlayButton();
+  }
+
+  function swap() {
+    const old = active;
+    active = standby;
+    standby = old;
+    active.classList.replace("standby", "active");
+    old.classList.replace("active", "standby");
+    active.removeAttribute("aria-hidden");
+    old.setAttribute("aria-hidden", "true");
+    old.pause();
+  }
+
+  function show(pair) {
+    state.current = pair;
+    state.shownAt = performance.now();
+    if (standby.dataset.pairId === String(pair.pair_id)) {
+      swap();
+    } else {
+      load(active, pair);
+    }
+    play(active);
+    preload();
+    render();
+  }
+
+  function preload() {
+    const next = state.upcoming[0];
+    if (!PREFETCH || !next || standby.dataset.pairId === String(next.pair_id)) return;
+    load(standby, next);
+  }
+
+  function onVideoError(event) {
+    const el = event.target;
+    if (!el.getAttribute("src")) return;
+    const id = Number(el.dataset.pairId);
+    state.failed.add(id);
+    if (el === active) render();
+  }
+
+  // -- pairs -----------------------------------------------------------------------------------------
+  function heldIds() {
+    const ids = state.current ? [state.current.pair_id] : [];
+    for (const p of state.upcoming) ids.push(p.pair_id);
+    for (const op of [...state.outbox].reverse()) if (op.kind === "label") ids.push(op.pair.pair_id);
+    return ids;
+  }
+
+  // Returns false for a pair the page already holds (possible when a long offline outbox no
+  // longer fits in the server's exclude limit).
+  function accept(pair) {
+    if (heldIds().includes(pair.pair_id)) return false;
+    if (!state.current) show(pair);
+    else {
+      state.upcoming.push(pair);
+      preload();
+    }
+    return true;
+  }
+
+  function scheduleFill(ms) {
+    clearTimeout(timers.fill);
+    timers.fill = setTimeout(fillQueue, ms);
+  }
+
+  async function fillQueue() {
+    clearTimeout(timers.fill);
+    if (state.fetching || state.denied) return;
+    if (state.current && state.upcoming.length >= 1) return;
+    state.fetching = true;
+    let delay = POLL_NEXT_MS;
+    try {
+      const exclude = heldIds().slice(0, MAX_EXCLUDE).join(",");
+      const res = await api("GET", "/api/next?exclude=" + exclude);
+      if (res.status === 401 || res.status === 403) return deny(res.data);
+      if (!res.ok) throw new Error(res.data.message || "HTTP " + res.status);
+      state.nextFails = 0;
+      if (res.data.pair) {
+        if (accept(res.data.pair)) delay = 0;
+      } else {
+        state.waitingReason = res.data.reason;
+        if (res.data.status) renderStatus(res.data.status);
+      }
+    } catch (err) {
+      state.nextFails += 1;
+      state.waitingReason = "Can't reach the labelling server; retrying...";
+      delay = Math.min(POLL_NEXT_MS * 2 ** state.nextFails, MAX_RETRY_MS);
+    } finally {
+      state.fetching = false;
+      render();
+    }
+    if (delay === 0) fillQueue();
+    else scheduleFill(delay);
+  }
+
+  function advance() {
+    const next = state.upcoming.shift();
+    if (next) show(next);
+    else {
+      state.current = null;
+      active.pause();
+      state.waitingReason = "Loading the next pair...";
+      render();
+    }
+    fillQueue();
+  }
+
+  function bringBack(pair) {
+    state.upcoming = state.upcoming.filter((p) => p.pair_id !== pair.pair_id);
+    if (state.current && state.current.pair_id !== pair.pair_id) state.upcoming.unshift(state.current);
+    state.failed.delete(pair.pair_id);
+    show(pair);
+  }
+
+  // -- answers and the outbox ------------------------------------------------------------------------
+  function answer(value) {
+    const pair = state.current;
+    if (!pair || state.denied) return;
+    const failed = state.failed.has(pair.pair_id);
+    if (value !== "skip" && failed) return;
+    const shownFor = performance.now() - state.shownAt;
+    if (shownFor < MIN_VIEW_MS && !failed) return;
+    state.outbox.push({ kind: "label", pair, answer: value, response_ms: Math.round(shownFor) });
+    saveOutbox();
+    advance();
+    pump();
+  }
+
+  function undo() {
+    if (state.denied) return;
+    const last = state.outbox[state.outbox.length - 1];
+    if (last && last.kind === "label" && !last.inFlight) {
+      // Not sent yet: take it back here, the server never saw it.
+      state.outbox.pop();
+      saveOutbox();
+      bringBack(last.pair);
+      toast("Undone: pair #" + last.pair.pair_id + " is back", "info");
+      return;
+    }
+    state.outbox.push({ kind: "undo" });
+    pump();
+  }
+
+  async function pump() {
+    clearTimeout(timers.pump);
+    if (state.sending || state.denied || state.outbox.length === 0) return renderOutbox();
+    const op = state.outbox[0];
+    state.sending = true;
+    op.inFlight = true;
+    let res;
+    try {
+      res =
+        op.kind === "label"
+          ? await api("POST", "/api/label", {
+              pair_id: op.pair.pair_id,
+              answer: op.answer,
+              response_ms: op.response_ms,
+            })
+          : await api("POST", "/api/undo", {});
+    } catch (err) {
+      res = null; // network failure: keep it queued
+    }
+    state.sending = false;
+    op.inFlight = false;
+    if (res && (res.status === 401 || res.status === 403)) return deny(res.data);
+    if (!res || res.status >= 500 || res.status === 429) return retryLater();
+    state.retryMs = 0;
+    state.outbox.shift();
+    saveOutbox();
+    if (op.kind === "label") onLabelAnswer(op, res);
+    else onUndoAnswer(res);
+    pump();
+  }
+
+  function retryLater() {
+    state.retryMs = Math.min(Math.max(500, state.retryMs * 2), MAX_RETRY_MS);
+    timers.pump = setTimeout(pump, state.retryMs);
+    renderOutbox();
+  }
+
+  function onLabelAnswer(op, res) {
+    const id = op.pair.pair_id;
+    if (res.ok) {
+      if (typeof res.data.labels_done === "number") state.labelsDone = res.data.labels_done;
+      toast("Saved #" + id + ": " + ANSWER_TEXT[op.answer] + " \u2713");
+    } else if (res.status === 409) {
+      toast("Pair #" + id + " already had a different answer; the first one was kept.", "error", 4000);
+    } else if (res.status === 404) {
+      toast("Pair #" + id + " no longer exists; nothing saved.", "error", 4000);
+    } else {
+      toast("Could not save pair #" + id + ": " + (res.data.message || res.status), "error", 5000);
+    }
+    renderProgress();
+  }
+
+  function onUndoAnswer(res) {
+    if (res.ok && res.data.pair) {
+      if (typeof res.data.labels_done === "number") state.labelsDone = res.data.labels_done;
+      bringBack(res.data.pair);
+      toast("Undone: pair #" + res.data.pair.pair_id + " is back", "info");
+      renderProgress();
+    } else {
+      toast(res.status === 409 ? "Nothing to undo" : "Undo failed: " + res.data.message, "info");
+    }
+  }
+
+  function saveOutbox() {
+    const labels = state.outbox
+      .filter((op) => op.kind === "label")
+      .map(({ pair, answer, response_ms }) => ({ kind: "label", pair, answer, response_ms }));
+    try {
+      if (labels.length) localStorage.setItem(OUTBOX_KEY, JSON.stringify(labels));
+      else localStorage.removeItem(OUTBOX_KEY);
+    } catch (err) {
+      /* storage full or disabled: the in-memory outbox still retries */
+    }
+  }
+
+  function restoreOutbox() {
+    try {
+      const saved = JSON.parse(readStorage(OUTBOX_KEY) || "[]");
+      if (Array.isArray(saved)) state.outbox = saved.filter((op) => op && op.pair && op.answer);
+    } catch (err) {
+      state.outbox = [];
+    }
+  }
+
+  // -- status --------------------------------------------------------------------------------------
+  async function pollStatus() {
+    try {
+      const res = await api("GET", "/api/status");
+      if (res.status === 401 || res.status === 403) return deny(res.data);
+      if (res.ok) renderStatus(res.data);
+      if (res.ok && res.data.ready > 0 && !state.current) fillQueue();
+    } catch (err) {
+      setText("phase", "server unreachable");
+    }
+    setTimeout(pollStatus, POLL_STATUS_MS);
+  }
+
+  const fmt = new Intl.NumberFormat();
+
+  function renderStatus(s) {
+    const phase = s.phase || (s.iteration == null ? "not started yet" : "running");
+    setText("phase", phase);
+    setText("iteration", s.iteration == null ? "-" : fmt.format(s.iteration));
+    const steps = s.env_steps == null ? "-" : fmt.format(s.env_steps);
+    setText("env-steps", s.total_timesteps ? steps + " / " + fmt.format(s.total_timesteps) : steps);
+    const ret = s.latest_true_return;
+    setText("latest-return", ret == null ? "-" : ret.toFixed(1));
+    setText("run-name", [s.run_name, s.env_id].filter(Boolean).join(" \u00b7 "));
+    state.labelsDone = s.labels_done;
+    state.requested = s.labels_requested;
+    state.total = s.total_labels;
+    renderProgress();
+  }
+
+  function renderProgress() {
+    const done = state.labelsDone;
+    if (done == null) return;
+    const req = state.requested;
+    const bar = $("progress");
+    if (req) {
+      const total = state.total && state.total > req ? " (" + fmt.format(state.total) + " over the run)" : "";
+      setText("progress-text", fmt.format(done) + " of " + fmt.format(req) + " labels" + total);
+      bar.max = req;
+      bar.value = Math.min(done, req);
+    } else {
+      setText("progress-text", fmt.format(done) + (done === 1 ? " label" : " labels"));
+      bar.max = 1;
+      bar.value = 0;
+    }
+  }
+
+  function renderOutbox() {
+    const n = state.outbox.filter((op) => op.kind === "label").length;
+    let text = "";
+    if (state.retryMs > 0) {
+      text = "Connection lost: " + n + " unsaved, retrying in " + Math.round(state.retryMs / 1000) + " s";
+    } else if (n > 1) {
+      text = "Saving " + n + " labels...";
+    }
+    setText("outbox-text", text);
+  }
+
+  // -- rendering -------------------------------------------------------------------------------------
+  function setText(id, text) {
+    const el = $(id);
+    if (el.textContent !== text) el.textContent = text;
+  }
+
+  function overlayState() {
+    if (state.denied) return ["error", state.denied];
+    if (!state.current) return ["waiting", state.waitingReason];
+    if (state.failed.has(state.current.pair_id)) {
+      return ["error", "This video could not be loaded. Press \u201cCan't tell\u201d (Space) to skip it."];
+    }
+    return [null, ""];
+  }
+
+  function render() {
+    const [kind, text] = overlayState();
+    const overlay = $("overlay");
+    overlay.hidden = kind === null;
+    overlay.className = "overlay" + (kind ? " " + kind : "");
+    setText("overlay-text", text);
+    const pair = state.current;
+    const playable = pair && !state.denied && !state.failed.has(pair.pair_id);
+    for (const id of ["btn-left", "btn-right", "btn-equal"]) $(id).disabled = !playable;
+    $("btn-skip").disabled = !pair || !!state.denied;
+    $("btn-undo").disabled = !!state.denied;
+    $("play").disabled = !playable;
+    $("scrub").disabled = !playable;
+    setText("pair-id", pair ? "pair #" + pair.pair_id : "");
+    $("screen").dataset.pairId = pair ? String(pair.pair_id) : "";
+    renderOutbox();
+  }
+
+  function toast(text, kind = "ok", ms = 1800) {
+    const box = $("toasts");
+    while (box.children.length >= 3) box.firstChild.remove();
+    const el = document.createElement("div");
+    el.className = "toast " + kind;
+    el.textContent = text;
+    box.append(el);
+    setTimeout(() => {
+      el.classList.add("fade");
+      setTimeout(() => el.remove(), 350);
+    }, ms);
+  }
+
+  // -- player controls -------------------------------------------------------------------------------
+  function togglePlay() {
+    if (!state.current) return;
+    if (active.paused) play(active);
+    else active.pause();
+    renderPlayButton();
+  }
+
+  function renderPlayButton() {
+    const paused = active.paused;
+    $("play-icon").textContent = paused ? "\u25b6" : "\u275a\u275a";
+    $("play").setAttribute("aria-label", paused ? "Play" : "Pause");
+  }
+
+  function setRate(rate) {
+    state.rate = rate;
+    try {
+      localStorage.setItem("rlhf.rate", String(rate));
+    } catch (err) {
+      /* private mode: the choice lasts for this page only */
+    }
+    for (const el of [active, standby]) {
+      el.defaultPlaybackRate = rate;
+      el.playbackRate = rate;
+    }
+    for (const b of document.querySelectorAll(".speed")) {
+      b.setAttribute("aria-pressed", String(Number(b.dataset.rate) === rate));
+    }
+  }
+
+  function tick() {
+    const d = active.duration;
+    if (state.current && Number.isFinite(d) && d > 0) {
+      if (!state.scrubbing) $("scrub").value = String(Math.round((active.currentTime / d) * 1000));
+      setText("time", active.currentTime.toFixed(1) + " / " + d.toFixed(1) + " s");
+    }
+    requestAnimationFrame(tick);
+  }
+
+  function onScrub() {
+    const d = active.duration;
+    if (Number.isFinite(d) && d > 0) active.currentTime = (Number($("scrub").value) / 1000) * d;
+  }
+
+  // -- input ---------------------------------------------------------------------------------------
+  function keyAction(e) {
+    const tag = e.target.tagName;
+    const onRange = tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA";
+    const onButton = tag === "BUTTON";
+    switch (e.key) {
+      case "ArrowLeft":
+        return onRange ? null : () => answer("left");
+      case "ArrowRight":
+        return onRange ? null : () => answer("right");
+      case "ArrowDown":
+        return onRange ? null : () => answer("equal");
+      case "=":
+        return () => answer("equal");
+      case " ":
+        // On a focused button Space presses that button, as everywhere else.
+        return onButton || onRange ? null : () => answer("skip");
+      case "s":
+      case "S":
+        return () => answer("skip");
+      case "Backspace":
+      case "u":
+      case "U":
+        return () => undo();
+      case "p":
+      case "P":
+        return () => togglePlay();
+      default:
+        return null;
+    }
+  }
+
+  function onKeyDown(e) {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const action = keyAction(e);
+    if (!action) return;
+    e.preventDefault();
+    if (!e.repeat) action(); // holding a key must not label a run of pairs
+  }
+
+  function bind() {
+    document.addEventListener("keydown", onKeyDown);
+    document.addEventListener("click", (e) => {
+      // After a mouse click, give focus back to the page so Space and arrows label again.
+      const button = e.target.closest("button");
+      if (button && e.detail > 0) button.blur();
+    });
+    for (const b of document.querySelectorAll(".choice[data-answer]")) {
+      b.addEventListener("click", () => answer(b.dataset.answer));
+    }
+    $("btn-undo").addEventListener("click", undo);
+    $("play").addEventListener("click", togglePlay);
+    for (const b of document.querySelectorAll(".speed")) {
+      b.addEventListener("click", () => setRate(Number(b.dataset.rate)));
+    }
+    const scrub = $("scrub");
+    scrub.addEventListener("input", onScrub);
+    scrub.addEventListener("pointerdown", () => (state.scrubbing = true));
+    scrub.addEventListener("pointerup", () => {
+      state.scrubbing = false;
+      scrub.blur(); // arrows label again after a drag
+    });
+    for (const el of [active, standby]) {
+      el.addEventListener("error", onVideoError);
+      el.addEventListener("play", renderPlayButton);
+      el.addEventListener("pause", renderPlayButton);
+    }
+    window.addEventListener("beforeunload", (e) => {
+      if (state.outbox.some((op) => op.kind === "label")) e.preventDefault();
+    });
+  }
+
+  function start() {
+    if (!RATES.includes(state.rate)) state.rate = 1;
+    bind();
+    setRate(state.rate);
+    restoreOutbox();
+    render();
+    fillQueue();
+    pollStatus();
+    pump();
+    requestAnimationFrame(tick);
+  }
+
+  start();
+})();

@@ -1,0 +1,570 @@
+"""The labelling server: every endpoint, every bad input, access control, concurrency."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from rlhf.config import WebConfig
+from rlhf.server import LABELLER_COOKIE, TOKEN_COOKIE, create_app, serve_in_thread
+from rlhf.store import VIDEO_READY, LabelStore
+from rlhf.types import Answer
+
+Run = tuple[LabelStore, Path]
+
+
+def _http(
+    port: int, method: str, path: str, body: object = None, headers: dict | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """One raw request to a live server (the path is sent exactly as given)."""
+    con = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    hdrs = dict(headers or {})
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        hdrs["Content-Type"] = "application/json"
+    con.request(method, path, body=data, headers=hdrs)
+    resp = con.getresponse()
+    payload = resp.read()
+    con.close()
+    return resp.status, {k.lower(): v for k, v in resp.getheaders()}, payload
+
+
+def _label(client: FlaskClient, pair_id: object, answer: object, **extra: object):
+    return client.post("/api/label", json={"pair_id": pair_id, "answer": answer, **extra})
+
+
+# -- page and static files ---------------------------------------------------------------------
+def test_page_and_static_files_are_served_with_security_headers(client: FlaskClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200
+    assert page.mimetype == "text/html"
+    html = page.get_data(as_text=True)
+    assert "Which one looks more like the behaviour you want?" in html
+    assert "http://" not in html and "https://" not in html  # nothing from a CDN
+    assert "default-src 'self'" in page.headers["Content-Security-Policy"]
+    assert page.headers["X-Content-Type-Options"] == "nosniff"
+    for path, mimetype in (
+        ("/static/app.js", "text/javascript"),
+        ("/static/style.css", "text/css"),
+    ):
+        resp = client.get(path)
+        assert resp.status_code == 200, path
+        assert resp.mimetype == mimetype
+    # No CORS, whatever the Origin says.
+    resp = client.get("/api/status", headers={"Origin": "https://evil.example"})
+    assert "Access-Control-Allow-Origin" not in resp.headers
+
+
+# -- /api/next -------------------------------------------------------------------------------------
+def test_next_hands_out_ready_pairs_oldest_first_and_honours_exclude(client: FlaskClient) -> None:
+    first = client.get("/api/next").get_json()
+    assert first["pair"] == {"pair_id": 1, "video_url": "/videos/1.mp4", "iteration": 0}
+    assert first["pair_id"] == 1 and first["video_url"] == "/videos/1.mp4"
+    assert client.get("/api/next?exclude=1").get_json()["pair_id"] == 2
+    assert client.get("/api/next?exclude=1,2").get_json()["pair_id"] == 3
+    # Pair 4 has no video yet: it is never handed out.
+    none = client.get("/api/next?exclude=1,2,3").get_json()
+    assert none["pair"] is None
+    assert none["state"] == "rendering"
+    assert none["status"]["pending"] == 1 and none["status"]["ready"] == 3
+    assert client.get_cookie(LABELLER_COOKIE) is not None  # issued on first use
+
+
+def test_next_skips_labelled_pairs_and_explains_waiting(client: FlaskClient, web_run: Run) -> None:
+    store, _ = web_run
+    assert _label(client, 1, "left").status_code == 200
+    assert client.get("/api/next").get_json()["pair_id"] == 2
+    for pair_id in (2, 3):
+        _label(client, pair_id, "right")
+    store.mark_video(4, "failed", error="boom")
+    waiting = client.get("/api/next").get_json()
+    assert waiting["pair"] is None and waiting["state"] == "waiting"
+    assert waiting["reason"] == "Waiting for the trainer to send pairs..."
+    store.set_meta("trainer_status", {"phase": "finished"})
+    done = client.get("/api/next").get_json()
+    assert done["state"] == "finished" and "nothing left" in done["reason"]
+
+
+def test_concurrent_labellers_are_handed_different_pairs(app, web_run: Run) -> None:
+    alice, bob = app.test_client(), app.test_client()
+    a = alice.get("/api/next").get_json()["pair_id"]
+    b = bob.get("/api/next").get_json()["pair_id"]
+    assert a != b
+    # When only leased pairs are left they are still handed out rather than leaving bob idle.
+    c = bob.get(f"/api/next?exclude={b}").get_json()["pair_id"]
+    assert c not in (a, b)
+    assert bob.get(f"/api/next?exclude={b},{c}").get_json()["pair_id"] == a
+
+
+@pytest.mark.parametrize("exclude", ["a", "1,x", "1.5", ",".join(["1"] * 101)])
+def test_next_rejects_bad_exclude(client: FlaskClient, exclude: str) -> None:
+    resp = client.get(f"/api/next?exclude={exclude}")
+    assert resp.status_code == 400
+    assert resp.get_json()["error"] == "bad_exclude"
+
+
+# -- /api/label ------------------------------------------------------------------------------------
+def test_label_is_stored_with_labeller_and_response_time(client: FlaskClient, web_run: Run) -> None:
+    store, _ = web_run
+    resp = _label(client, 2, "equal", response_ms=1234)
+    assert resp.status_code == 200
+    assert resp.get_json() == {
+        "saved": True,
+        "duplicate": False,
+        "pair_id": 2,
+        "answer": "equal",
+        "labels_done": 1,
+    }
+    [label] = store.labels()
+    assert (label.pair_id, label.answer, label.source) == (2, Answer.EQUAL, "human")
+    assert label.response_ms == 1234
+    assert label.labeller == client.get_cookie(LABELLER_COOKIE).value
+
+
+def test_label_resubmit_is_idempotent_and_conflict_is_409(
+    client: FlaskClient, web_run: Run
+) -> None:
+    store, _ = web_run
+    assert _label(client, 1, "left").get_json()["duplicate"] is False
+    again = _label(client, 1, "left")
+    assert again.status_code == 200 and again.get_json()["duplicate"] is True
+    conflict = _label(client, 1, "right")
+    assert conflict.status_code == 409
+    assert conflict.get_json()["error"] == "conflict"
+    assert [(lb.pair_id, lb.answer) for lb in store.labels()] == [(1, Answer.LEFT)]
+
+
+def test_label_unknown_pair_is_404(client: FlaskClient, web_run: Run) -> None:
+    resp = _label(client, 999, "left")
+    assert resp.status_code == 404
+    assert resp.get_json()["error"] == "unknown_pair"
+    assert web_run[0].labels() == []
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status"),
+    [
+        (b"{not json", "application/json", 400),
+        (b"", "application/json", 400),
+        (b'[1, "left"]', "application/json", 400),
+        (b'"left"', "application/json", 400),
+        (b'{"answer": "left"}', "application/json", 422),
+        (b'{"pair_id": 1}', "application/json", 422),
+        (b'{"pair_id": "1", "answer": "left"}', "application/json", 422),
+        (b'{"pair_id": 1.0, "answer": "left"}', "application/json", 422),
+        (b'{"pair_id": true, "answer": "left"}', "application/json", 422),
+        (b'{"pair_id": null, "answer": "left"}', "application/json", 422),
+        (b'{"pair_id": 1, "answer": "up"}', "application/json", 422),
+        (b'{"pair_id": 1, "answer": "LEFT"}', "application/json", 422),
+        (b'{"pair_id": 1, "answer": 1}', "application/json", 422),
+        (b'{"pair_id": 1, "answer": "left", "response_ms": -5}', "application/json", 422),
+        (b'{"pair_id": 1, "answer": "left", "response_ms": "fast"}', "application/json", 422),
+        (b'{"pair_id": 1, "answer": "left"}', "text/plain", 415),
+        (b"pair_id=1&answer=left", "application/x-www-form-urlencoded", 415),
+    ],
+)
+def test_label_rejects_bad_input_with_json_4xx(
+    client: FlaskClient, web_run: Run, body: bytes, content_type: str, status: int
+) -> None:
+    resp = client.post("/api/label", data=body, content_type=content_type)
+    assert resp.status_code == status
+    assert resp.is_json and resp.get_json()["message"]
+    assert web_run[0].labels() == []
+
+
+def test_too_large_body_is_413_json(client: FlaskClient, web_run: Run) -> None:
+    body = {"pair_id": 1, "answer": "left", "padding": "x" * 20_000}
+    resp = client.post("/api/label", json=body)
+    assert resp.status_code == 413
+    assert resp.is_json and resp.get_json()["error"] == "request_entity_too_large"
+    assert web_run[0].labels() == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/api/label", 405),
+        ("PUT", "/api/label", 405),
+        ("GET", "/api/undo", 405),
+        ("POST", "/api/status", 405),
+        ("DELETE", "/api/next", 405),
+        ("POST", "/videos/1.mp4", 405),
+        ("GET", "/api/nope", 404),
+        ("GET", "/static/nope.js", 404),
+    ],
+)
+def test_wrong_method_and_unknown_route_are_json(
+    client: FlaskClient, method: str, path: str, status: int
+) -> None:
+    resp = client.open(path, method=method)
+    assert resp.status_code == status
+    assert resp.is_json and "error" in resp.get_json()
+    if status == 405:
+        assert resp.headers["Allow"]
+
+
+# -- /api/undo -------------------------------------------------------------------------------------
+def test_undo_removes_this_labellers_last_label_only(app, web_run: Run) -> None:
+    store, _ = web_run
+    alice, bob = app.test_client(), app.test_client()
+    assert _label(alice, 1, "left").status_code == 200
+    assert _label(bob, 2, "right").status_code == 200
+    assert _label(alice, 3, "skip").status_code == 200
+
+    resp = alice.post("/api/undo")
+    assert resp.status_code == 200
+    body = resp.get_json()
+    assert body["pair"] == {"pair_id": 3, "video_url": "/videos/3.mp4", "iteration": 0}
+    assert body["answer"] == "skip" and body["labels_done"] == 2
+    assert alice.post("/api/undo").get_json()["pair"]["pair_id"] == 1
+    nothing = alice.post("/api/undo")
+    assert nothing.status_code == 409 and nothing.get_json()["error"] == "nothing_to_undo"
+    assert [(lb.pair_id, lb.answer) for lb in store.labels()] == [(2, Answer.RIGHT)]
+    # The undone pair is labellable again, with another answer.
+    assert _label(alice, 3, "left").get_json()["duplicate"] is False
+
+
+def test_undo_without_labeller_cookie_is_409(client: FlaskClient) -> None:
+    resp = client.post("/api/undo")
+    assert resp.status_code == 409
+    assert resp.is_json
+
+
+# -- /api/status ------------------------------------------------------------------------------------
+def test_status_reports_store_and_trainer_figures(client: FlaskClient, web_run: Run) -> None:
+    store, _ = web_run
+    empty = client.get("/api/status").get_json()
+    assert empty["labels_done"] == 0 and empty["labels_requested"] == 10
+    assert empty["phase"] is None and empty["iteration"] is None
+
+    store.set_meta("run_name", "cheetah-1")
+    store.set_meta("env_id", "HalfCheetah-v5")
+    store.set_meta(
+        "trainer_status",
+        {
+            "iteration": 7,
+            "env_steps": 14336,
+            "total_timesteps": 1_000_000,
+            "latest_true_return": float("nan"),
+            "labels_requested": 25,
+            "phase": "training reward",
+        },
+    )
+    for pair_id, answer in ((1, "equal"), (2, "skip"), (3, "left")):
+        assert _label(client, pair_id, answer).status_code == 200
+    resp = client.get("/api/status")
+    assert resp.headers["Cache-Control"] == "no-store"
+    assert resp.get_json() == {
+        "labels_done": 3,
+        "labels_requested": 25,
+        "total_labels": 10,
+        "pending": 1,
+        "ready": 0,
+        "equal": 1,
+        "skipped": 1,
+        "failed": 0,
+        "pairs": 4,
+        "iteration": 7,
+        "env_steps": 14336,
+        "total_timesteps": 1_000_000,
+        "latest_true_return": None,  # NaN would break the page's JSON.parse
+        "phase": "training reward",
+        "run_name": "cheetah-1",
+        "env_id": "HalfCheetah-v5",
+    }
+    # The trainer's own total wins over the hint.
+    store.set_meta("trainer_status", {"labels_requested": 25, "labels_total": 700})
+    assert client.get("/api/status").get_json()["total_labels"] == 700
+
+
+# -- videos ---------------------------------------------------------------------------------------
+def test_video_is_served_by_id_with_ranges(client: FlaskClient, web_run: Run) -> None:
+    _, videos = web_run
+    data = (videos / "2.mp4").read_bytes()
+    full = client.get("/videos/2.mp4")
+    assert full.status_code == 200 and full.mimetype == "video/mp4"
+    assert full.data == data
+    assert full.headers["Accept-Ranges"] == "bytes"
+    part = client.get("/videos/2.mp4", headers={"Range": "bytes=10-109"})
+    assert part.status_code == 206
+    assert part.data == data[10:110]
+    assert part.headers["Content-Range"] == f"bytes 10-109/{len(data)}"
+
+
+def test_video_of_pending_unknown_or_missing_pair_is_404(client: FlaskClient, web_run: Run) -> None:
+    _, videos = web_run
+    (videos / "4.mp4").write_bytes(b"not ready yet")
+    for path in ("/videos/4.mp4", "/videos/999.mp4", "/videos/0.mp4"):
+        resp = client.get(path)
+        assert resp.status_code == 404 and resp.is_json, path
+    (videos / "3.mp4").unlink()
+    resp = client.get("/videos/3.mp4")
+    assert resp.status_code == 404 and resp.get_json()["error"] == "video_missing"
+
+
+@pytest.mark.parametrize(
+    "stored", ["../secret.mp4", "{run}/secret.mp4", "{run}/labels.sqlite", "/etc/passwd", "link"]
+)
+def test_video_path_in_store_outside_videos_dir_is_never_served(
+    client: FlaskClient, web_run: Run, stored: str
+) -> None:
+    store, videos = web_run
+    (videos.parent / "secret.mp4").write_bytes(b"SECRET outside the videos directory")
+    (videos / "1.mp4").unlink()
+    if stored == "link":  # a symlink inside videos/ that points outside
+        (videos / "1.mp4").symlink_to(videos.parent / "secret.mp4")
+        stored = str(videos / "1.mp4")
+    store.mark_video(1, VIDEO_READY, path=stored.format(run=videos.parent))
+    resp = client.get("/videos/1.mp4")
+    assert resp.status_code == 404
+    assert b"SECRET" not in resp.data and b"SQLite" not in resp.data and b"root:" not in resp.data
+
+
+_TRAVERSALS = [
+    "/videos/../labels.sqlite",
+    "/videos/%2e%2e%2flabels.sqlite",
+    "/videos/%2e%2e/labels.sqlite",
+    "/videos/..%2flabels.sqlite",
+    "/videos/1.mp4/../../labels.sqlite",
+    "/videos/1.mp4/../../x",
+    "/videos//etc/passwd",
+    "/videos/%2fetc%2fpasswd",
+    "/videos/-1.mp4",
+    "/videos/1.mp4%00.sqlite",
+    "/static/../labels.sqlite",
+    "/static/%2e%2e/server.py",
+    "/labels.sqlite",
+]
+
+
+@pytest.mark.parametrize("path", _TRAVERSALS)
+def test_path_traversal_is_404_via_test_client(
+    client: FlaskClient, web_run: Run, path: str
+) -> None:
+    resp = client.get(path)
+    assert resp.status_code == 404
+    assert resp.is_json
+    assert b"SQLite format" not in resp.data
+    assert str(web_run[1].parent).encode() not in resp.data
+
+
+def test_path_traversal_is_404_on_the_wire(web_run: Run) -> None:
+    store, videos = web_run
+    handle = serve_in_thread(store, videos, WebConfig())
+    try:
+        for path in [*_TRAVERSALS, "/videos/../../../../etc/passwd"]:
+            status, headers, body = _http(handle.port, "GET", path)
+            assert status in (400, 404), path
+            assert b"SQLite format" not in body and b"root:" not in body, path
+            assert str(videos.parent).encode() not in body, path
+            assert headers["content-type"].startswith("application/json"), path
+    finally:
+        handle.stop()
+
+
+# -- errors ----------------------------------------------------------------------------------------
+def test_unexpected_error_is_json_500_and_busy_store_503(
+    client: FlaskClient, web_run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, _ = web_run
+
+    def broken() -> None:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(store, "counts", broken)
+    resp = client.get("/api/status")
+    assert resp.status_code == 500 and resp.get_json()["error"] == "internal_error"
+    assert "bug" not in resp.get_data(as_text=True)  # no internals leak
+
+    def locked() -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(store, "counts", locked)
+    resp = client.get("/api/status")
+    assert resp.status_code == 503 and resp.is_json
+
+
+# -- access control ---------------------------------------------------------------------------------
+def test_token_required_then_kept_in_a_strict_httponly_cookie(web_run: Run) -> None:
+    store, videos = web_run
+    app = create_app(store, videos, token="s3cret-token")
+    client = app.test_client()
+    for path in ("/", "/api/status", "/api/next", "/videos/1.mp4", "/static/app.js"):
+        resp = client.get(path)
+        assert resp.status_code == 401 and resp.is_json, path
+    assert client.get("/?token=wrong").status_code == 403
+    assert _label(client, 1, "left").status_code == 401
+    assert store.labels() == []
+
+    page = client.get("/?token=s3cret-token")
+    assert page.status_code == 200
+    cookie = page.headers["Set-Cookie"]
+    assert f"{TOKEN_COOKIE}=s3cret-token" in cookie
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert client.get("/api/status").status_code == 200  # cookie from now on
+    assert _label(client, 1, "left").status_code == 200
+    bearer = app.test_client().get("/api/status", headers={"Authorization": "Bearer s3cret-token"})
+    assert bearer.status_code == 200
+
+
+def test_without_token_only_loopback_host_headers_are_answered(client: FlaskClient) -> None:
+    assert client.get("/api/status", headers={"Host": "127.0.0.1:8000"}).status_code == 200
+    assert client.get("/api/status", headers={"Host": "[::1]:8000"}).status_code == 200
+    resp = client.get("/api/status", headers={"Host": "evil.example:8000"})
+    assert resp.status_code == 403 and resp.get_json()["error"] == "forbidden_host"
+
+
+def test_cross_origin_post_is_refused(client: FlaskClient, web_run: Run) -> None:
+    resp = client.post(
+        "/api/label",
+        json={"pair_id": 1, "answer": "left"},
+        headers={"Origin": "https://evil.example"},
+    )
+    assert resp.status_code == 403
+    assert web_run[0].labels() == []
+    same = client.post(
+        "/api/label", json={"pair_id": 1, "answer": "left"}, headers={"Origin": "http://localhost"}
+    )
+    assert same.status_code == 200
+
+
+def test_non_loopback_serving_requires_the_token(web_run: Run) -> None:
+    store, videos = web_run
+    handle = serve_in_thread(store, videos, WebConfig(host="0.0.0.0", port=0))
+    try:
+        assert handle.token and f"?token={handle.token}" in handle.url
+        status, _, body = _http(handle.port, "GET", "/api/status")
+        assert status == 401 and json.loads(body)["error"] == "token_required"
+        status, _, _ = _http(handle.port, "POST", "/api/label", {"pair_id": 1, "answer": "left"})
+        assert status == 401
+        status, _, _ = _http(handle.port, "GET", "/videos/1.mp4")
+        assert status == 401
+        status, headers, body = _http(handle.port, "GET", f"/?token={handle.token}")
+        assert status == 200 and b"<html" in body
+        cookie = headers["set-cookie"].split(";")[0]
+        status, _, _ = _http(handle.port, "GET", "/api/status", headers={"Cookie": cookie})
+        assert status == 200
+        status, _, _ = _http(
+            handle.port, "POST", "/api/label", {"pair_id": 1, "answer": "left"}, {"Cookie": cookie}
+        )
+        assert status == 200
+        assert [lb.pair_id for lb in store.labels()] == [1]
+    finally:
+        handle.stop()
+
+
+def test_stop_releases_the_port(web_run: Run) -> None:
+    store, videos = web_run
+    handle = serve_in_thread(store, videos, WebConfig())
+    assert handle.url == f"http://127.0.0.1:{handle.port}/"
+    assert _http(handle.port, "GET", "/api/status")[0] == 200
+    handle.stop()
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", handle.port))  # raises if the port were still held
+    with pytest.raises(OSError):
+        _http(handle.port, "GET", "/api/status")
+
+
+# -- concurrency ------------------------------------------------------------------------------------
+def test_concurrent_submits_lose_and_duplicate_nothing(tmp_path: Path, add_pairs) -> None:
+    store = LabelStore(tmp_path / "labels.sqlite")
+    ids = add_pairs(store, 48)
+    answers = [a.value for a in Answer]
+    handle = serve_in_thread(store, tmp_path / "videos", WebConfig())
+    results: list[tuple[int, int, bool]] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(16)
+
+    def labeller(worker: int) -> None:
+        con = http.client.HTTPConnection("127.0.0.1", handle.port, timeout=30)
+        order = ids[worker % 3 :] + ids[: worker % 3]  # overlapping, in different orders
+        barrier.wait()
+        for pair_id in order[worker % 2 :: 2] if worker >= 8 else order:
+            body = json.dumps({"pair_id": pair_id, "answer": answers[pair_id % 4]})
+            con.request("POST", "/api/label", body, {"Content-Type": "application/json"})
+            resp = con.getresponse()
+            reply = json.loads(resp.read())
+            with lock:
+                results.append((pair_id, resp.status, reply.get("duplicate")))
+        con.close()
+
+    threads = [threading.Thread(target=labeller, args=(w,)) for w in range(16)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        handle.stop()
+    assert len(results) == 8 * 48 + 8 * 24
+    assert {status for _, status, _ in results} == {200}
+    firsts = sorted(pid for pid, _, dup in results if dup is False)
+    assert firsts == ids  # each pair saved exactly once, every other submit a duplicate
+    con = sqlite3.connect(tmp_path / "labels.sqlite")
+    rows = con.execute("SELECT pair_id, answer FROM labels ORDER BY pair_id").fetchall()
+    con.close()
+    assert rows == [(pid, answers[pid % 4]) for pid in ids]
+
+
+# -- serve_run ---------------------------------------------------------------------------------------
+def test_serve_run_serves_a_run_until_stopped(
+    web_run: Run, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import rlhf.server as server
+
+    store, videos = web_run
+    calls: list[str] = []
+
+    class FakeWorker:
+        def stop(self) -> None:
+            calls.append("stop")
+
+    def fake_start(store_path: Path, videos_dir: Path, cfg: object) -> FakeWorker:
+        calls.append(f"start {store_path.name} {videos_dir.name}")
+        return FakeWorker()
+
+    monkeypatch.setattr(server, "_start_render_worker", fake_start)
+    (videos.parent / "config.json").write_text(json.dumps({"query": {"total_labels": 40}}))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=server.serve_run, args=(videos.parent, WebConfig(port=port)), kwargs={"stop": stop}
+    )
+    thread.start()
+    try:
+        for _ in range(100):
+            try:
+                status, _, body = _http(port, "GET", "/api/status")
+                break
+            except OSError:
+                threading.Event().wait(0.05)
+        assert status == 200 and json.loads(body)["labels_requested"] == 40
+        status, _, _ = _http(port, "POST", "/api/label", {"pair_id": 2, "answer": "right"})
+        assert status == 200
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive()
+    assert calls == ["start labels.sqlite videos", "stop"]
+    assert f"http://127.0.0.1:{port}/" in capsys.readouterr().out
+    assert [(lb.pair_id, lb.answer) for lb in store.labels()] == [(2, Answer.RIGHT)]
+    with pytest.raises(OSError):
+        _http(port, "GET", "/api/status")
+
+
+def test_serve_run_refuses_a_directory_without_a_store(tmp_path: Path) -> None:
+    from rlhf.server import serve_run
+
+    with pytest.raises(FileNotFoundError, match=r"labels\.sqlite"):
+        serve_run(tmp_path, WebConfig())
