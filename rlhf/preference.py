@@ -9,6 +9,7 @@ through the same durable store, so a batch run leaves the same record as an inte
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
@@ -122,6 +123,7 @@ class PreferenceReward:
         )
         self.requested = 0
         self.trained_on = 0
+        self._last_step = 0
         self.stats: TrainStats | None = None
         self._pairs: dict[int, Pair] = {}
         self._status("starting", 0, 0, float("nan"))
@@ -144,6 +146,7 @@ class PreferenceReward:
     def __call__(self, rollout: PolicyRollout, iteration: int, step: int) -> np.ndarray | None:
         """Score ``rollout`` with the learned reward; None while there is nothing to learn from."""
         raw = rollout.raw
+        self._last_step = step
         self.pool.add(cut_segments(raw, self.cfg.query.segment_length, self.rng_segments))
         self._request_labels(iteration, step)
         self._wait_for_initial_labels(iteration, step)
@@ -163,6 +166,12 @@ class PreferenceReward:
     def close(self) -> None:
         try:
             self.source.close()
+            # Labels that arrived after the last round still count: train once more on them.
+            if len(self.store.preferences(self._pairs)) != self.trained_on:
+                self.cfg = replace(
+                    self.cfg, reward_model=replace(self.cfg.reward_model, retrain_growth=0.0)
+                )
+                self._maybe_train(self._last_step)
         finally:
             self.ensemble.save(self.run_dir.checkpoints / "reward_ensemble.pt")
             status = self.store.get_meta("trainer_status", {})
@@ -188,7 +197,8 @@ class PreferenceReward:
             return
         needed = max(1, min(self.requested, self.schedule.due(0)))
         self._status("waiting for labels", iteration, step, float("nan"))
-        while self.store.counts().labelled < needed:
+        self.logger.message(f"waiting for {needed} labels before the first policy update")
+        while len(self.store.preferences(self._pairs)) < needed:
             time.sleep(0.5)
 
     def _maybe_train(self, step: int) -> None:

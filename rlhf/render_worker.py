@@ -153,6 +153,9 @@ def _worker_main(
     # Ctrl-C reaches the whole process group; the parent decides when the worker stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     note = _settle_gl_backend()
+    from rlhf.envs import quiet_mujoco_warnings
+
+    quiet_mujoco_warnings()  # MuJoCo 4's deprecation notes would spam the trainer's terminal
     store = LabelStore(store_path)
     renderers: dict[str, SegmentRenderer] = {}
 

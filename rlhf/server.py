@@ -526,13 +526,8 @@ def _bracket(host: str) -> str:
 
 
 def _public_address() -> str:
-    """Best guess at this machine's LAN address (for the printed URL); no packet is sent."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("192.0.2.1", 9))  # TEST-NET-1: connect() on UDP only picks a route
-            return s.getsockname()[0]
-    except OSError:
-        return socket.gethostname()
+    """This machine's name, for the printed URL when bound to every interface."""
+    return socket.gethostname()
 
 
 def serve_in_thread(
@@ -562,10 +557,8 @@ def serve_in_thread(
 
 
 def _start_render_worker(store_path: Path, videos_dir: Path, video_cfg: VideoConfig) -> Any:
-    try:
-        from rlhf.render_worker import RenderWorker  # written in parallel; optional here
-    except ImportError:
-        return None
+    from rlhf.render_worker import RenderWorker
+
     worker = RenderWorker(store_path, videos_dir, video_cfg)
     worker.start()
     return worker

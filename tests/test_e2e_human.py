@@ -1,0 +1,90 @@
+"""End to end: `rlhf train --feedback human` with a scripted person labelling over HTTP."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from rlhf.store import LabelStore
+from rlhf.types import Answer
+
+ANSWERS = [Answer.LEFT, Answer.RIGHT, Answer.EQUAL, Answer.SKIP]
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return json.load(resp)
+
+
+def _post(url: str, body: dict) -> dict:
+    req = urllib.request.Request(
+        url, json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.load(resp)
+
+
+def _wait_for_url(proc: subprocess.Popen, deadline: float) -> str:
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        match = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+        if match:
+            return match.group(1)
+        if proc.poll() is not None:
+            break
+    pytest.fail(f"trainer printed no URL (exit code {proc.poll()})")
+
+
+@pytest.mark.slow
+def test_human_feedback_run_trains_on_the_labels_it_was_given(tmp_path: Path) -> None:
+    cmd = [
+        sys.executable, "-m", "rlhf", "train", "--feedback", "human", "--feedback-wait",
+        "--env-id", "HalfCheetah-v5", "--total-timesteps", "3072", "--num-steps", "1024",
+        "--num-minibatches", "4", "--update-epochs", "1", "--query.total-labels", "8",
+        "--query.initial-fraction", "0.5", "--video.width", "64", "--video.height", "64",
+        "--runs-dir", str(tmp_path), "--run-name", "human", "--no-progress",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = _wait_for_url(proc, time.monotonic() + 120)
+        given: dict[int, Answer] = {}
+        deadline = time.monotonic() + 240
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                nxt = _get(url + "api/next")
+            except urllib.error.URLError:
+                break  # the run has finished and closed its server
+
+            if nxt.get("pair") is None:
+                time.sleep(0.2)
+                continue
+            pair_id = nxt["pair"]["pair_id"]
+            answer = ANSWERS[len(given) % len(ANSWERS)]
+            try:
+                reply = _post(url + "api/label", {"pair_id": pair_id, "answer": answer.value})
+            except urllib.error.URLError:
+                break  # not acknowledged: the server closed as the run ended
+            assert reply["saved"]
+            given[pair_id] = answer
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    summary = json.loads((tmp_path / "human" / "summary.json").read_text())
+    stored = {
+        lab.pair_id: lab.answer for lab in LabelStore(tmp_path / "human" / "labels.sqlite").labels()
+    }
+    assert stored == given  # every acknowledged label is there, nothing else
+    assert len(given) >= 4  # --feedback-wait held PPO until the initial labels arrived
+    trainable = sum(1 for a in given.values() if a is not Answer.SKIP)
+    assert summary["labels_used"] == trainable
