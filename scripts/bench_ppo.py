@@ -125,7 +125,10 @@ def main() -> None:
     steps, seeds = (20_480, [1]) if args.quick else (args.steps, args.seeds)
     jobs = [(impl, seed, steps) for seed in seeds for impl in ("rlhf", "sb3")]
     with mp.get_context("spawn").Pool(args.jobs) as pool:
-        results = pool.map(_job, jobs, chunksize=1)
+        results = []
+        for result in pool.imap_unordered(_job, jobs):
+            results.append(result)  # report as runs finish, so a long invocation shows progress
+            print(f"done: {result.impl} seed {result.seed}: {result.sps:.0f} steps/s", flush=True)
     print(f"{'impl':6} {'seed':>4} {'steps':>8} {'seconds':>8} {'steps/s':>8} {'final return':>13}")
     for r in results:
         print(

@@ -155,7 +155,10 @@ def main() -> None:
     )
     jobs = [(mode, seed, steps, args.env_id, labels) for seed in seeds for mode in ("rlhf", "ppo")]
     with mp.get_context("spawn").Pool(args.jobs) as pool:
-        results = pool.map(_job, jobs, chunksize=1)
+        results = []
+        for result in pool.imap_unordered(_job, jobs):
+            results.append(result)  # report as runs finish, so a long invocation shows progress
+            print(f"done: {result.mode} seed {result.seed}: {result.sps:.0f} steps/s", flush=True)
     print(
         f"{'mode':5} {'seed':>4} {'steps':>8} {'seconds':>8} {'steps/s':>8} {'return':>8} {'labels':>6} {'val acc':>7}"
     )
