@@ -138,15 +138,19 @@ class TeacherConfig:
     """Synthetic teacher (B-Pref, Lee et al. 2021). Defaults: the perfect oracle."""
 
     beta: float = float("inf")
-    """Rationality: P(left) = sigmoid(beta * (R_left - R_right)); inf = always the better one."""
+    """Rationality: P(left) = sigmoid(beta * (R_left - R_right)), R in env-reward units; inf = always
+    the better one (an exact tie is 'equal')."""
     gamma: float = 1.0
-    """Myopia: step t of a segment of length H is weighted gamma**(H-1-t)."""
+    """Myopia: step t of a segment of length H is weighted gamma**(H-1-t); every other rule uses
+    these weighted returns."""
     mistake: float = 0.0
-    """Probability of flipping the answer."""
+    """Probability of flipping a left/right answer (never an 'equal' or a skip)."""
     skip_threshold: float = 0.0
-    """Skip a pair when both returns are below this fraction of the best segment return seen."""
+    """Skip a pair when both returns are below lo + this * (hi - lo), where lo/hi are the lowest and
+    highest segment returns the teacher has seen (0: never skip)."""
     equal_threshold: float = 0.0
-    """Answer 'equal' when |R_left - R_right| is below this fraction of the segment-return scale."""
+    """Answer 'equal' when |R_left - R_right| < this * (hi - lo), the range of segment returns seen
+    (0: never, but for exact ties when beta is inf)."""
 
     def validate(self) -> None:
         _check(self.beta >= 0, "--teacher.beta must be >= 0")

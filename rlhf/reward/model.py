@@ -1,0 +1,233 @@
+"""The learned reward: an ensemble of MLPs r(obs, action) -> scalar per step.
+
+Two normalisers, both stored in the state dict:
+
+* **Input** (per member, inside :class:`RewardNet`): raw MuJoCo observations mix scales from
+  ~0.01 to ~10, so each member standardises its input with statistics the trainer refits on the
+  labelled segments every round. A refit rewrites the first layer so that the member computes
+  exactly the same function as before (the warm start is not disturbed), only better conditioned.
+* **Output** (per member, in :class:`RewardEnsemble`): Bradley-Terry only fixes a member's reward
+  up to an additive constant, and its scale drifts from round to round. After each training round
+  the trainer standardises every member to zero mean and unit std over the steps of all labelled
+  segments (Christiano et al. 2017 normalise to zero mean and constant std). The labelled segments
+  are a sample of everything the policy has done so far, and refitting on them keeps the scale
+  comparable across rounds; :meth:`RewardEnsemble.fit_output_normaliser` accepts any other sample
+  (e.g. the latest rollout) instead. :meth:`RewardEnsemble.predict` averages the standardised
+  members; :meth:`RewardEnsemble.preference_probs` uses the raw members, because those are what
+  the Bradley-Terry probabilities were trained on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from rlhf.config import RewardConfig
+from rlhf.types import Pair
+
+_CHUNK_ROWS = 1 << 16
+"""Rows per forward pass when scoring large batches (bounds peak memory)."""
+_MIN_OUT_STD = 1e-6
+"""Floor for a member's output std (a constant member)."""
+_MIN_IN_STD = 0.1
+"""Floor for an input feature's std. A feature (nearly) constant in the labelled data may vary
+later; a tiny std would blow it up then, while a floor only leaves small features less scaled."""
+
+
+class RewardNet(nn.Module):
+    """MLP on concat(raw obs, action) -> reward, with a function-preserving input standardiser."""
+
+    def __init__(self, in_dim: int, hidden_sizes: Sequence[int], dropout: float = 0.0) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        width = in_dim
+        for hidden in hidden_sizes:
+            # Leaky ReLU (alpha 0.01) as in Christiano et al.'s MuJoCo reward network.
+            layers += [nn.Linear(width, hidden), nn.LeakyReLU(0.01)]
+            if dropout > 0:
+                layers.append(nn.Dropout(dropout))
+            width = hidden
+        layers.append(nn.Linear(width, 1))
+        self.body = nn.Sequential(*layers)
+        self.register_buffer("in_mean", torch.zeros(in_dim))
+        self.register_buffer("in_std", torch.ones(in_dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(..., in_dim) -> (...,) per-step rewards."""
+        return self.body((x - self.in_mean) / self.in_std).squeeze(-1)
+
+    @torch.no_grad()
+    def refit_input(self, mean: torch.Tensor, std: torch.Tensor) -> None:
+        """Standardise inputs with new statistics without changing the function computed.
+
+        With x_old = (x - m_old) / s_old and x_new = (x - m_new) / s_new, the first layer
+        W x_old + b equals W' x_new + b' for W' = W * (s_new / s_old) and
+        b' = b + W ((m_new - m_old) / s_old).
+        """
+        first = self.body[0]
+        std = std.clamp_min(_MIN_IN_STD).to(self.in_std)
+        mean = mean.to(self.in_mean)
+        first.bias += first.weight @ ((mean - self.in_mean) / self.in_std)
+        first.weight *= (std / self.in_std)[None, :]
+        self.in_mean.copy_(mean)
+        self.in_std.copy_(std)
+
+
+class RewardEnsemble(nn.Module):
+    """``cfg.ensemble_size`` independent :class:`RewardNet` members plus output normalisers.
+
+    Args:
+        obs_dim: size of the raw observation.
+        act_dim: size of the action.
+        cfg: widths, dropout and ensemble size.
+        device: torch device the members live on; numpy in, numpy out either way.
+        seed: seeds the initial weights (global torch RNG state is left untouched) and the
+            trainer's train/validation split, so one seed gives one ensemble.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        cfg: RewardConfig,
+        device: torch.device | str = "cpu",
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.obs_dim, self.act_dim, self.cfg, self.seed = obs_dim, act_dim, cfg, seed
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.members = nn.ModuleList(
+                RewardNet(obs_dim + act_dim, cfg.hidden_sizes, cfg.dropout)
+                for _ in range(cfg.ensemble_size)
+            )
+        self.register_buffer("out_mean", torch.zeros(cfg.ensemble_size))
+        self.register_buffer("out_std", torch.ones(cfg.ensemble_size))
+        self.to(device)
+        self.eval()
+
+    @property
+    def device(self) -> torch.device:
+        return self.out_mean.device
+
+    @property
+    def size(self) -> int:
+        """Number of members."""
+        return len(self.members)
+
+    def inputs(self, obs: np.ndarray, actions: np.ndarray) -> torch.Tensor:
+        """Concatenate (..., obs_dim) and (..., act_dim) arrays into a float32 tensor on device."""
+        obs = np.asarray(obs, dtype=np.float32)
+        actions = np.asarray(actions, dtype=np.float32)
+        if obs.shape[-1] != self.obs_dim or actions.shape[-1] != self.act_dim:
+            raise ValueError(
+                f"expected (..., {self.obs_dim}) obs and (..., {self.act_dim}) actions, "
+                f"got {obs.shape} and {actions.shape}"
+            )
+        return torch.from_numpy(np.concatenate([obs, actions], axis=-1)).to(self.device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(..., obs_dim + act_dim) -> (M, ...) raw member rewards (train or eval mode as set)."""
+        return torch.stack([member(x) for member in self.members])
+
+    @torch.inference_mode()
+    def _score(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, D) -> (M, B) raw member rewards in eval mode, chunked over rows."""
+        was_training = self.training
+        self.eval()
+        try:
+            chunks = [self(x[i : i + _CHUNK_ROWS]) for i in range(0, x.shape[0], _CHUNK_ROWS)]
+        finally:
+            self.train(was_training)
+        return torch.cat(chunks, dim=1) if chunks else x.new_zeros((self.size, 0))
+
+    def member_rewards(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """Raw (un-normalised) reward of every member: (B, obs_dim), (B, act_dim) -> (M, B)."""
+        return self._score(self.inputs(obs, actions)).cpu().numpy()
+
+    def predict(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """The learned reward PPO trains on: mean of the standardised members, (B,) float32."""
+        raw = self._score(self.inputs(obs, actions))
+        normed = (raw - self.out_mean[:, None]) / self.out_std[:, None]
+        return normed.mean(dim=0).cpu().numpy().astype(np.float32, copy=False)
+
+    def fit_output_normaliser(self, obs: np.ndarray, actions: np.ndarray) -> None:
+        """Set each member's output mean/std from its raw rewards on a sample of steps."""
+        raw = self._score(self.inputs(obs, actions))
+        if raw.shape[1] == 0:
+            return
+        self.out_mean.copy_(raw.mean(dim=1))
+        self.out_std.copy_(raw.std(dim=1, correction=0).clamp_min(_MIN_OUT_STD))
+
+    def fit_input_normaliser(self, obs: np.ndarray, actions: np.ndarray) -> None:
+        """Re-standardise every member's inputs on a sample of steps (function unchanged)."""
+        x = self.inputs(obs, actions).reshape(-1, self.obs_dim + self.act_dim)
+        if x.shape[0] < 2:
+            return
+        mean, std = x.mean(dim=0), x.std(dim=0, correction=0)
+        for member in self.members:
+            member.refit_input(mean, std)
+
+    def preference_probs(self, pairs: list[Pair]) -> np.ndarray:
+        """Each member's P(left preferred) = sigmoid(sum r(left) - sum r(right)): (M, P)."""
+        if not pairs:
+            return np.zeros((self.size, 0), dtype=np.float32)
+        x, mask = stack_pairs(self, pairs)
+        flat = self._score(x.reshape(-1, x.shape[-1])).reshape(self.size, *x.shape[:-1])
+        returns = (flat * mask).sum(dim=-1)  # (M, P, 2)
+        return torch.sigmoid(returns[..., 0] - returns[..., 1]).cpu().numpy()
+
+    def save(self, path: str | Path) -> None:
+        """Write weights, normalisers and the constructor arguments to ``path``."""
+        torch.save(
+            {
+                "obs_dim": self.obs_dim,
+                "act_dim": self.act_dim,
+                "cfg": self.cfg,
+                "seed": self.seed,
+                "state_dict": self.state_dict(),
+            },
+            Path(path),
+        )
+
+    @classmethod
+    def load(cls, path: str | Path, device: torch.device | str = "cpu") -> RewardEnsemble:
+        """Rebuild an ensemble written by :meth:`save`."""
+        # weights_only=False: the checkpoint holds our own RewardConfig dataclass.
+        blob = torch.load(Path(path), map_location=device, weights_only=False)
+        ensemble = cls(blob["obs_dim"], blob["act_dim"], blob["cfg"], device, blob["seed"])
+        ensemble.load_state_dict(blob["state_dict"])
+        return ensemble
+
+
+def stack_pairs(ensemble: RewardEnsemble, pairs: list[Pair]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stack pairs into inputs (P, 2, T, D) and a step mask (P, 2, T) on the ensemble's device.
+
+    Pairs of different lengths are zero-padded to the longest; the mask (1 on real steps) keeps
+    padding out of the summed returns.
+    """
+    longest = max(len(p.left) for p in pairs)
+    for pair in pairs:
+        if (
+            pair.left.obs.shape[1] != ensemble.obs_dim
+            or pair.left.actions.shape[1] != ensemble.act_dim
+        ):
+            raise ValueError(
+                f"segments have obs/action sizes {pair.left.obs.shape[1]}/"
+                f"{pair.left.actions.shape[1]}, the ensemble expects {ensemble.obs_dim}/{ensemble.act_dim}"
+            )
+    dim = ensemble.obs_dim + ensemble.act_dim
+    x = np.zeros((len(pairs), 2, longest, dim), dtype=np.float32)
+    mask = np.zeros((len(pairs), 2, longest), dtype=np.float32)
+    for i, pair in enumerate(pairs):
+        for j, seg in enumerate((pair.left, pair.right)):
+            steps = len(seg)
+            x[i, j, :steps, : ensemble.obs_dim] = seg.obs
+            x[i, j, :steps, ensemble.obs_dim :] = seg.actions
+            mask[i, j, :steps] = 1.0
+    device = ensemble.device
+    return torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device)

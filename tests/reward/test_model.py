@@ -1,0 +1,113 @@
+"""RewardEnsemble: shapes, eval-mode prediction, normalisers, preference probabilities, checkpoints."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from rlhf.reward.model import RewardEnsemble
+from rlhf.types import Pair
+
+
+def test_shapes_and_dtype(small_cfg, toy, rng):
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg)
+    obs, act = toy.steps(rng)
+    assert ens.member_rewards(obs, act).shape == (small_cfg.ensemble_size, 300)
+    out = ens.predict(obs, act)
+    assert out.shape == (300,) and out.dtype == np.float32
+    assert ens.predict(obs[:0], act[:0]).shape == (0,)
+    with pytest.raises(ValueError):
+        ens.predict(obs[:, :-1], act)
+
+
+def test_predict_runs_in_eval_mode_with_dropout(small_cfg, toy, rng):
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, replace(small_cfg, dropout=0.5))
+    obs, act = toy.steps(rng)
+    ens.train()  # even when left in train mode, prediction must switch dropout off
+    first, second = ens.predict(obs, act), ens.predict(obs, act)
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(ens.member_rewards(obs, act), ens.member_rewards(obs, act))
+    assert ens.training, "prediction should restore the caller's mode"
+    # In train mode the same members are noisy: the test above is not vacuous.
+    with torch.no_grad():
+        x = ens.inputs(obs, act)
+        assert not torch.equal(ens(x), ens(x))
+
+
+def test_predict_is_mean_of_standardised_members(small_cfg, toy, rng):
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg)
+    obs, act = toy.steps(rng)
+    ens.fit_output_normaliser(obs, act)
+    raw = ens.member_rewards(obs, act)
+    standardised = (raw - raw.mean(axis=1, keepdims=True)) / raw.std(axis=1, keepdims=True)
+    np.testing.assert_allclose(standardised.mean(axis=1), 0.0, atol=1e-5)
+    np.testing.assert_allclose(ens.predict(obs, act), standardised.mean(axis=0), atol=1e-4)
+
+
+def test_output_normaliser_gives_zero_mean_unit_std_on_fit_data(small_cfg, toy, rng):
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, replace(small_cfg, ensemble_size=1))
+    obs, act = toy.steps(rng, scale=5.0)
+    before = ens.predict(obs, act)
+    assert abs(before.mean()) > 1e-2 or abs(before.std() - 1) > 1e-2  # not already standard
+    ens.fit_output_normaliser(obs, act)
+    after = ens.predict(obs, act)
+    assert abs(after.mean()) < 1e-4
+    assert after.std() == pytest.approx(1.0, abs=1e-4)
+
+
+def test_input_refit_keeps_the_function(small_cfg, toy, rng):
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg)
+    obs, act = toy.steps(rng, scale=10.0)
+    before = ens.member_rewards(obs, act)
+    ens.fit_input_normaliser(obs, act)
+    np.testing.assert_allclose(ens.member_rewards(obs, act), before, rtol=1e-4, atol=1e-4)
+    # A second refit on different data composes correctly too.
+    ens.fit_input_normaliser(*toy.steps(rng, scale=0.1))
+    np.testing.assert_allclose(ens.member_rewards(obs, act), before, rtol=1e-4, atol=1e-4)
+    assert not torch.allclose(ens.members[0].in_mean, torch.zeros(toy.obs_dim + toy.act_dim))
+
+
+def test_preference_probs_match_summed_member_rewards(small_cfg, toy, rng):
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg)
+    pairs = [*toy.pairs(4, rng), Pair(toy.segment(rng, 3), toy.segment(rng, 3))]  # mixed lengths
+    probs = ens.preference_probs(pairs)
+    assert probs.shape == (small_cfg.ensemble_size, 5)
+    for k, pair in enumerate(pairs):
+        left = ens.member_rewards(pair.left.obs, pair.left.actions).sum(axis=1)
+        right = ens.member_rewards(pair.right.obs, pair.right.actions).sum(axis=1)
+        np.testing.assert_allclose(probs[:, k], 1 / (1 + np.exp(right - left)), rtol=1e-4)
+    swapped = ens.preference_probs([Pair(p.right, p.left) for p in pairs])
+    np.testing.assert_allclose(swapped, 1 - probs, atol=1e-5)
+    assert ens.preference_probs([]).shape == (small_cfg.ensemble_size, 0)
+
+
+def test_seed_fixes_weights_without_touching_global_rng(small_cfg, toy, rng):
+    obs, act = toy.steps(rng)
+    torch.manual_seed(42)
+    expected = torch.rand(1)
+    torch.manual_seed(42)
+    a = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg, seed=3)
+    assert torch.equal(torch.rand(1), expected)
+    b = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg, seed=3)
+    c = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg, seed=4)
+    np.testing.assert_array_equal(a.member_rewards(obs, act), b.member_rewards(obs, act))
+    assert not np.allclose(a.member_rewards(obs, act), c.member_rewards(obs, act))
+    members = a.member_rewards(obs, act)
+    assert not np.allclose(members[0], members[1]), "members must start different"
+
+
+def test_save_load_round_trip(small_cfg, toy, rng, tmp_path):
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg, seed=5)
+    obs, act = toy.steps(rng)
+    ens.fit_input_normaliser(obs, act)
+    ens.fit_output_normaliser(obs, act)
+    ens.save(tmp_path / "reward.pt")
+    loaded = RewardEnsemble.load(tmp_path / "reward.pt")
+    assert loaded.seed == 5 and loaded.cfg == small_cfg
+    np.testing.assert_array_equal(loaded.predict(obs, act), ens.predict(obs, act))
+    fresh = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg, seed=5)
+    fresh.load_state_dict(ens.state_dict())
+    np.testing.assert_array_equal(fresh.predict(obs, act), ens.predict(obs, act))

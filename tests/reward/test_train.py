@@ -1,0 +1,133 @@
+"""Bradley-Terry training of the ensemble: learning a known reward, soft labels, few labels."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from rlhf.config import RewardConfig
+from rlhf.reward.model import RewardEnsemble
+from rlhf.reward.train import (
+    MIN_LABELS_FOR_VAL,
+    preference_accuracy,
+    split_indices,
+    train_ensemble,
+)
+from rlhf.types import Preference
+
+
+def test_learns_a_known_reward_to_90_percent_on_held_out_pairs(toy):
+    # Wider members and a higher learning rate than the defaults: over seeds 0-4 this reaches
+    # 92-95% held-out (the defaults 90-93%, see the next test), so 90% leaves a margin.
+    data_rng = np.random.default_rng(0)
+    train, held_out = toy.preferences(500, data_rng), toy.preferences(1000, data_rng)
+    cfg = RewardConfig(hidden_sizes=(256, 256), learning_rate=1e-3)
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, cfg, seed=0)
+    assert preference_accuracy(ens, held_out) < 0.75  # untrained: no better than a weak guess
+
+    stats = train_ensemble(ens, train, cfg, np.random.default_rng(1))
+
+    assert stats.n_train + stats.n_val == 500
+    assert stats.n_val == pytest.approx(100, abs=25)
+    assert 1 <= stats.epochs <= cfg.max_epochs
+    assert stats.val_accuracy >= 0.85
+    assert preference_accuracy(ens, held_out) >= 0.90
+    # The learned reward tracks the true one step by step, too.
+    steps = [toy.segment(data_rng) for _ in range(80)]
+    obs, act = np.concatenate([s.obs for s in steps]), np.concatenate([s.actions for s in steps])
+    corr = np.corrcoef(ens.predict(obs, act), toy.reward(obs, act))[0, 1]
+    assert corr > 0.8
+
+
+def test_default_config_learns_the_toy_reward(toy):
+    data_rng = np.random.default_rng(0)
+    train, held_out = toy.preferences(500, data_rng), toy.preferences(1000, data_rng)
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, RewardConfig(), seed=0)
+    train_ensemble(ens, train, RewardConfig(), np.random.default_rng(1))
+    assert preference_accuracy(ens, held_out) >= 0.88
+
+
+def test_same_rng_gives_the_same_ensemble(toy, small_cfg):
+    prefs = toy.preferences(40, np.random.default_rng(0))
+    obs, act = toy.steps(np.random.default_rng(1))
+    outs = []
+    for _ in range(2):
+        ens = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg, seed=0)
+        train_ensemble(ens, prefs, replace(small_cfg, dropout=0.2), np.random.default_rng(7))
+        outs.append(ens.predict(obs, act))
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_equal_labels_pull_probabilities_to_one_half(toy, small_cfg, rng):
+    pairs = toy.pairs(60, rng)
+    # One member: no bootstrap, so every member sees every pair.
+    cfg = replace(small_cfg, ensemble_size=1, val_fraction=0.0, max_epochs=60)
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, cfg)
+    # First teach a strong preference for the left segment of every pair ...
+    train_ensemble(ens, [Preference(p, 1.0) for p in pairs], cfg, rng)
+    assert ens.preference_probs(pairs).mean() > 0.9
+    # ... then label the same pairs "equal": the model must become indifferent, not keep or flip.
+    stats = train_ensemble(ens, [Preference(p, 0.5) for p in pairs], cfg, rng)
+    probs = ens.preference_probs(pairs).mean(axis=0)
+    assert np.abs(probs - 0.5).mean() < 0.1
+    assert stats.train_loss == pytest.approx(math.log(2), abs=0.02)  # entropy of a 0.5 label
+
+
+def test_accuracy_counts_only_decided_labels(toy, small_cfg, rng):
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg)
+    pairs = toy.pairs(20, rng)
+    p_left = ens.preference_probs(pairs).mean(axis=0)
+    agree = [Preference(p, 1.0 if q > 0.5 else 0.0) for p, q in zip(pairs, p_left, strict=True)]
+    equal = [Preference(p, 0.5) for p in pairs]
+    assert preference_accuracy(ens, agree + equal) == 1.0
+    assert math.isnan(preference_accuracy(ens, equal))
+    assert math.isnan(preference_accuracy(ens, []))
+
+
+@pytest.mark.parametrize("n", [0, 1, MIN_LABELS_FOR_VAL - 1])
+def test_too_few_labels_for_validation(toy, small_cfg, rng, n):
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg)
+    stats = train_ensemble(ens, toy.preferences(n, rng), small_cfg, rng)
+    assert (stats.n_train, stats.n_val) == (n, 0)
+    assert math.isnan(stats.val_loss) and math.isnan(stats.val_accuracy)
+    if n == 0:
+        assert stats.epochs == 0 and math.isnan(stats.train_loss)
+    else:
+        assert stats.epochs == small_cfg.max_epochs and stats.train_loss < math.log(2)
+        assert np.isfinite(ens.predict(*toy.steps(rng))).all()
+
+
+def test_validation_split_is_stable_as_labels_grow():
+    train_a, val_a = split_indices(100, 0.2, seed=3)
+    _, val_b = split_indices(300, 0.2, seed=3)
+    assert set(val_a) == {i for i in val_b if i < 100}, "a label must keep its side"
+    assert set(train_a).isdisjoint(val_a) and len(train_a) + len(val_a) == 100
+    assert 40 <= len(val_b) <= 80
+    assert set(split_indices(300, 0.2, seed=4)[1]) != set(val_b)
+    train_c, val_c = split_indices(MIN_LABELS_FOR_VAL, 0.01, seed=0)
+    assert len(val_c) == 1 and len(train_c) == MIN_LABELS_FOR_VAL - 1
+
+
+def test_early_stopping_restores_the_best_weights(toy, rng):
+    # Random labels cannot be learnt: the validation loss only gets worse after the warm start,
+    # so training must stop early and hand back weights no worse than the ones it started from.
+    prefs = [Preference(p, float(rng.random() < 0.5)) for p in toy.pairs(80, rng)]
+    cfg = RewardConfig(hidden_sizes=(64, 64), learning_rate=3e-3, max_epochs=50, patience=3)
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, cfg)
+    _, val_idx = split_indices(len(prefs), cfg.val_fraction, ens.seed)
+    val = [prefs[i] for i in val_idx]
+
+    def val_loss() -> float:
+        p = np.clip(ens.preference_probs([v.pair for v in val]), 1e-7, 1 - 1e-7)
+        mu = np.array([v.mu for v in val])
+        return float(np.mean(-(mu * np.log(p) + (1 - mu) * np.log(1 - p))))
+
+    # The input refit inside training leaves the function unchanged, so this is the start loss.
+    start = val_loss()
+    stats = train_ensemble(ens, prefs, cfg, rng)
+    assert stats.epochs < cfg.max_epochs
+    assert stats.val_loss == pytest.approx(val_loss(), rel=1e-4)
+    assert stats.val_loss <= start + 1e-6
