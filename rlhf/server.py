@@ -591,6 +591,12 @@ def serve_run(
     store = LabelStore(store_path)
     videos_dir = run_dir / "videos"
     videos_dir.mkdir(exist_ok=True)
+    status = store.get_meta("trainer_status") or {}
+    if isinstance(status, dict) and status.get("phase") != "finished":
+        # The trainer that wrote this status is gone (or this would not be needed): say so.
+        store.set_meta(
+            "trainer_status", {**status, "phase": "no trainer running (labels are kept)"}
+        )
     worker = _start_render_worker(store_path, videos_dir, video_cfg or VideoConfig())
     handle = serve_in_thread(store, videos_dir, cfg, total_labels_hint=_labels_hint(run_dir))
     previous = None
