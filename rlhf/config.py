@@ -96,7 +96,7 @@ class RewardConfig:
     """Stop a round after this many epochs without a better validation loss."""
     val_fraction: float = 0.2
     """Share of labels held out for validation (and early stopping)."""
-    retrain_growth: float = 0.1
+    retrain_growth: float = 0.25
     """Retrain the ensemble once the labels have grown by this fraction since the last round
     (the first labels always train). Bounds reward-training time over a run."""
 

@@ -34,6 +34,11 @@ class PolicyRollout:
     episode_lengths: list[int]
 
 
+_STATS_EVERY = 32
+"""Steps between merges of new observations into the policy's normaliser. Merging a block costs
+what merging one row does, and the statistics of a million steps barely move in 32."""
+
+
 class RolloutCollector:
     """Owns the vector env's running state between rollouts (current obs, episode tallies)."""
 
@@ -77,6 +82,8 @@ class RolloutCollector:
         start_step = self.global_step
         for t in range(num_steps):
             raw_obs[t] = self.obs
+            if (t + 1) % _STATS_EVERY == 0:
+                self.obs_norm.update(raw_obs[t + 1 - _STATS_EVERY : t + 1].reshape(-1, obs_dim))
             norm_obs[t] = self.obs_norm(self.obs)
             actions[t] = actor.sample(norm_obs[t], rng)
             applied[t] = np.clip(actions[t], self.low, self.high)
@@ -106,5 +113,8 @@ class RolloutCollector:
             env_id=self.env_id,
             start_step=start_step,
         )
-        last = self.obs_norm(self.obs, update=False)
+        tail = num_steps % _STATS_EVERY
+        if tail:
+            self.obs_norm.update(raw_obs[num_steps - tail :].reshape(-1, obs_dim))
+        last = self.obs_norm(self.obs)
         return PolicyRollout(raw, norm_obs, actions, last, returns, lengths)

@@ -98,13 +98,16 @@ class ObsNormalizer:
         self._mean = self.rms.mean.astype(np.float32)
         self._std = np.sqrt(self.rms.var + 1e-8).astype(np.float32)
 
-    def __call__(self, obs: np.ndarray, update: bool = True) -> np.ndarray:
-        """Normalise ``obs`` (N, obs_dim), first merging it into the statistics if ``update``."""
+    def update(self, batch: np.ndarray) -> None:
+        """Merge observations (B, obs_dim) into the statistics."""
+        if self.enabled:
+            self.rms.update(batch)
+            self._refresh()
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        """Normalise ``obs`` (N, obs_dim) with the current statistics."""
         if not self.enabled:
             return obs.astype(np.float32)
-        if update:
-            self.rms.update(obs)
-            self._refresh()
         return np.clip((obs - self._mean) / self._std, -self.clip, self.clip).astype(np.float32)
 
     def load_state_dict(self, state: dict) -> None:
