@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import gymnasium as gym
 import imageio_ffmpeg
 import numpy as np
 import pytest
@@ -27,22 +26,10 @@ from rlhf.render_worker import (
 from rlhf.store import LabelStore
 from rlhf.types import Answer, Pair, Segment
 from rlhf.video import SegmentRenderer
+from tests.helpers import random_states
 
 CFG = VideoConfig(width=48, height=48, fps=10, ready_ahead=10)
 STEPS = 4
-
-
-def _states(steps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    env = gym.make("HalfCheetah-v5")
-    env.reset(seed=seed)
-    env.action_space.seed(seed)
-    qpos, qvel = [], []
-    for _ in range(steps):
-        qpos.append(env.unwrapped.data.qpos.copy())
-        qvel.append(env.unwrapped.data.qvel.copy())
-        env.step(env.action_space.sample())
-    env.close()
-    return np.array(qpos), np.array(qvel)
 
 
 def _segment(qpos: np.ndarray, qvel: np.ndarray, env_id: str = "HalfCheetah-v5") -> Segment:
@@ -58,7 +45,7 @@ def _segment(qpos: np.ndarray, qvel: np.ndarray, env_id: str = "HalfCheetah-v5")
 
 
 def _good_pairs(count: int) -> list[Pair]:
-    qpos, qvel = _states(2 * STEPS * count, seed=0)
+    qpos, qvel = random_states("HalfCheetah-v5", 2 * STEPS * count, seed=0)
     segs = [_segment(qpos[i : i + STEPS], qvel[i : i + STEPS]) for i in range(0, len(qpos), STEPS)]
     return [Pair(segs[2 * i], segs[2 * i + 1]) for i in range(count)]
 

@@ -19,6 +19,7 @@ from rlhf.video import (
     text_mask,
     write_pair_video,
 )
+from tests.helpers import random_states
 
 # Not square, so a swapped width/height shows up.
 CFG = VideoConfig(width=96, height=64)
@@ -72,7 +73,7 @@ def test_frame_from_recorded_state_equals_live_frame(env_id: str) -> None:
 
 @pytest.mark.parametrize("env_id", ["HalfCheetah-v5", "Reacher-v5"])
 def test_frame_does_not_depend_on_render_history(env_id: str) -> None:
-    qpos, qvel, _ = _random_states(env_id, steps=12, seed=1)
+    qpos, qvel = random_states(env_id, steps=12, seed=1)
     target = (qpos[-1:], qvel[-1:])
     fresh = SegmentRenderer(env_id, CFG)
     try:
@@ -89,19 +90,6 @@ def test_frame_does_not_depend_on_render_history(env_id: str) -> None:
     assert not np.array_equal(after_early[0], alone[0]), "distinct states should look distinct"
 
 
-def _random_states(env_id: str, steps: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    env = gym.make(env_id)
-    env.reset(seed=seed)
-    env.action_space.seed(seed)
-    qpos, qvel = [], []
-    for _ in range(steps):
-        qpos.append(env.unwrapped.data.qpos.copy())
-        qvel.append(env.unwrapped.data.qvel.copy())
-        env.step(env.action_space.sample())
-    env.close()
-    return np.array(qpos), np.array(qvel), np.zeros(steps)
-
-
 def test_track_camera_used_when_the_model_has_one() -> None:
     cheetah, reacher = SegmentRenderer("HalfCheetah-v5", CFG), SegmentRenderer("Reacher-v5", CFG)
     try:
@@ -109,9 +97,9 @@ def test_track_camera_used_when_the_model_has_one() -> None:
         assert cheetah.fps == pytest.approx(20.0)  # real time: 1 / dt
         assert reacher.fps == pytest.approx(50.0)
         # Two renderers in one thread each draw with their own GL context.
-        q, v, _ = _random_states("HalfCheetah-v5", 2, 0)
+        q, v = random_states("HalfCheetah-v5", 2, 0)
         first = cheetah.render(q, v)
-        reacher.render(*_random_states("Reacher-v5", 2, 0)[:2])
+        reacher.render(*random_states("Reacher-v5", 2, 0))
         np.testing.assert_array_equal(cheetah.render(q, v), first)
     finally:
         cheetah.close()
@@ -172,7 +160,7 @@ def test_failed_write_leaves_no_file(tmp_path) -> None:
 
 
 def test_render_pair_video_from_segments(tmp_path) -> None:
-    qpos, qvel, _ = _random_states("Hopper-v5", steps=6, seed=2)
+    qpos, qvel = random_states("Hopper-v5", steps=6, seed=2)
 
     def segment(q: np.ndarray, v: np.ndarray) -> Segment:
         n = len(q)
