@@ -7,4 +7,7 @@ bash "$ROOT/scripts/system_deps.sh" runtime
 bash "$ROOT/scripts/setup.sh"
 export MUJOCO_GL="${MUJOCO_GL:-$([ -n "${DISPLAY:-}" ] && echo glfw || echo egl)}"
 cd "$ROOT"
-exec "$ROOT/.venv/bin/rlhf" train "$@"
+# --feedback-wait: with human feedback, PPO waits for your first labels instead of spending its
+# step budget before you have answered (no effect on synthetic or env-reward runs; pass
+# --no-feedback-wait to turn it off).
+exec "$ROOT/.venv/bin/rlhf" train --feedback-wait "$@"
