@@ -82,7 +82,7 @@ class RewardConfig:
     """Number of reward models in the ensemble."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Hidden layer widths of each member (Christiano et al. used two layers of 64 for MuJoCo)."""
-    learning_rate: float = 3e-4
+    learning_rate: float = 1e-3
     """Adam learning rate of the reward models."""
     weight_decay: float = 0.0
     """Adam (decoupled) weight decay."""
@@ -90,9 +90,9 @@ class RewardConfig:
     """Dropout probability in training (prediction always runs in eval mode)."""
     batch_size: int = 64
     """Pairs per gradient step."""
-    max_epochs: int = 50
+    max_epochs: int = 30
     """Upper bound on epochs over all labels per training round."""
-    patience: int = 5
+    patience: int = 3
     """Stop a round after this many epochs without a better validation loss."""
     val_fraction: float = 0.2
     """Share of labels held out for validation (and early stopping)."""
