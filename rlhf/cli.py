@@ -25,8 +25,8 @@ class Serve:
 
     run: str
     """The run directory, e.g. runs/HalfCheetah-v5__human__1__20261122-101500."""
-    web: WebConfig = field(default_factory=WebConfig)
-    """Web server settings."""
+    web: Annotated[WebConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=WebConfig)
+    """Web server settings: --host, --port, --token, --open-browser."""
     video: VideoConfig = field(default_factory=VideoConfig)
     """Video rendering settings."""
 

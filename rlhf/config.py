@@ -197,7 +197,7 @@ class WebConfig:
     """Open the labelling page in the default browser when the server starts."""
 
     def validate(self) -> None:
-        _check(0 <= self.port <= 65535, "--web.port must be in [0, 65535]")
+        _check(0 <= self.port <= 65535, "--port must be in [0, 65535]")
 
 
 @dataclass(frozen=True)
@@ -238,8 +238,8 @@ class Config:
     """Synthetic teacher settings (--feedback synthetic)."""
     video: VideoConfig = field(default_factory=VideoConfig)
     """Video rendering settings (--feedback human)."""
-    web: WebConfig = field(default_factory=WebConfig)
-    """Web server settings (--feedback human)."""
+    web: Annotated[WebConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=WebConfig)
+    """Web server settings (--feedback human): --host, --port, --token, --open-browser."""
 
     def validate(self) -> Config:
         """Raise :class:`ConfigError` with a one-line message on the first bad value."""
