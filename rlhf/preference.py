@@ -9,7 +9,6 @@ through the same durable store, so a batch run leaves the same record as an inte
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
@@ -167,11 +166,7 @@ class PreferenceReward:
         try:
             self.source.close()
             # Labels that arrived after the last round still count: train once more on them.
-            if len(self.store.preferences(self._pairs)) != self.trained_on:
-                self.cfg = replace(
-                    self.cfg, reward_model=replace(self.cfg.reward_model, retrain_growth=0.0)
-                )
-                self._maybe_train(self._last_step)
+            self._maybe_train(self._last_step, final=True)
         finally:
             self.ensemble.save(self.run_dir.checkpoints / "reward_ensemble.pt")
             status = self.store.get_meta("trainer_status", {})
@@ -198,13 +193,19 @@ class PreferenceReward:
         needed = max(1, min(self.requested, self.schedule.due(0)))
         self._status("waiting for labels", iteration, step, float("nan"))
         self.logger.message(f"waiting for {needed} labels before the first policy update")
-        while len(self.store.preferences(self._pairs)) < needed:
+        # Count every answer, skips included: a person who skips the first pairs must not leave
+        # the trainer waiting for pairs it will never ask for. With no usable label yet, PPO
+        # simply waits another iteration (the next pairs are requested then).
+        while self.store.counts().labelled < needed:
             time.sleep(0.5)
 
-    def _maybe_train(self, step: int) -> None:
+    def _maybe_train(self, step: int, final: bool = False) -> None:
+        """Retrain once labels grew by ``retrain_growth`` (or on any change when ``final``)."""
         prefs = self.store.preferences(self._pairs)
         growth = self.cfg.reward_model.retrain_growth
-        grown = self.trained_on == 0 or len(prefs) >= self.trained_on * (1 + growth)
+        grown = len(prefs) != self.trained_on and (
+            final or self.trained_on == 0 or len(prefs) >= self.trained_on * (1 + growth)
+        )
         if not prefs or not grown:
             self._log_labels(step)
             return
