@@ -16,11 +16,12 @@ Needs the bench extra: scripts/setup.sh bench
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import statistics
 import tempfile
 import time
 from dataclasses import dataclass
+
+from _bench_pool import run_jobs
 
 ENV_ID = "HalfCheetah-v5"
 
@@ -124,11 +125,7 @@ def main() -> None:
     args = parser.parse_args()
     steps, seeds = (20_480, [1]) if args.quick else (args.steps, args.seeds)
     jobs = [(impl, seed, steps) for seed in seeds for impl in ("rlhf", "sb3")]
-    with mp.get_context("spawn").Pool(args.jobs) as pool:
-        results = []
-        for result in pool.imap_unordered(_job, jobs):
-            results.append(result)  # report as runs finish, so a long invocation shows progress
-            print(f"done: {result.impl} seed {result.seed}: {result.sps:.0f} steps/s", flush=True)
+    results = run_jobs(_job, jobs, args.jobs, label="impl")
     print(f"{'impl':6} {'seed':>4} {'steps':>8} {'seconds':>8} {'steps/s':>8} {'final return':>13}")
     for r in results:
         print(

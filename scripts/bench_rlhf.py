@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import statistics
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from _bench_pool import run_jobs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -154,11 +154,7 @@ def main() -> None:
         (20_480, [1], 100) if args.quick else (args.steps, args.seeds, args.labels)
     )
     jobs = [(mode, seed, steps, args.env_id, labels) for seed in seeds for mode in ("rlhf", "ppo")]
-    with mp.get_context("spawn").Pool(args.jobs) as pool:
-        results = []
-        for result in pool.imap_unordered(_job, jobs):
-            results.append(result)  # report as runs finish, so a long invocation shows progress
-            print(f"done: {result.mode} seed {result.seed}: {result.sps:.0f} steps/s", flush=True)
+    results = run_jobs(_job, jobs, args.jobs, label="mode")
     print(
         f"{'mode':5} {'seed':>4} {'steps':>8} {'seconds':>8} {'steps/s':>8} {'return':>8} {'labels':>6} {'val acc':>7}"
     )

@@ -35,17 +35,9 @@ import numpy as np
 from rlhf.config import WebConfig
 from rlhf.server import serve_in_thread
 from rlhf.store import VIDEO_READY, LabelStore
+from rlhf.testing import CHROMIUM, CHROMIUM_ARGS
 from rlhf.types import Pair, Segment
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 TARGET_CLICK_MS = 100.0
 ANSWERS = ("left", "right", "equal", "skip")
 
@@ -161,7 +153,7 @@ def bench_click(workdir: Path, labels: int, prefetch: bool, video: Path) -> Clic
     playing, frames = [], []
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1100, "height": 860})
             page.add_init_script(_PROBE)
             page.goto(handle.url + ("" if prefetch else "?prefetch=0"))

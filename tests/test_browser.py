@@ -17,19 +17,11 @@ import pytest
 from rlhf.config import WebConfig
 from rlhf.server import ServerHandle, serve_in_thread
 from rlhf.store import VIDEO_READY, LabelStore
+from rlhf.testing import CHROMIUM, CHROMIUM_ARGS
 from rlhf.types import Answer, Pair, Segment
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 README_SCREENSHOT = Path(__file__).resolve().parents[1] / "readme_images" / "labelling_ui.png"
 
 try:

@@ -26,22 +26,14 @@ from rlhf.render_worker import (
 from rlhf.store import LabelStore
 from rlhf.types import Answer, Pair, Segment
 from rlhf.video import SegmentRenderer
-from tests.helpers import random_states
+from tests.helpers import random_states, state_segment
 
 CFG = VideoConfig(width=48, height=48, fps=10, ready_ahead=10)
 STEPS = 4
 
 
 def _segment(qpos: np.ndarray, qvel: np.ndarray, env_id: str = "HalfCheetah-v5") -> Segment:
-    n = len(qpos)
-    return Segment(
-        obs=np.zeros((n, 17), np.float32),
-        actions=np.zeros((n, 6), np.float32),
-        true_rewards=np.zeros(n, np.float32),
-        qpos=qpos,
-        qvel=qvel,
-        env_id=env_id,
-    )
+    return state_segment(qpos, qvel, env_id, obs_dim=17, act_dim=6)
 
 
 def _good_pairs(count: int) -> list[Pair]:

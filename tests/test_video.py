@@ -19,7 +19,7 @@ from rlhf.video import (
     text_mask,
     write_pair_video,
 )
-from tests.helpers import random_states
+from tests.helpers import random_states, state_segment
 
 # Not square, so a swapped width/height shows up.
 CFG = VideoConfig(width=96, height=64)
@@ -163,15 +163,7 @@ def test_render_pair_video_from_segments(tmp_path) -> None:
     qpos, qvel = random_states("Hopper-v5", steps=6, seed=2)
 
     def segment(q: np.ndarray, v: np.ndarray) -> Segment:
-        n = len(q)
-        return Segment(
-            obs=np.zeros((n, 11), np.float32),
-            actions=np.zeros((n, 3), np.float32),
-            true_rewards=np.zeros(n, np.float32),
-            qpos=q,
-            qvel=v,
-            env_id="Hopper-v5",
-        )
+        return state_segment(q, v, "Hopper-v5", obs_dim=11, act_dim=3)
 
     cache: dict[str, SegmentRenderer] = {}
     cfg = VideoConfig(width=64, height=64, fps=10)
