@@ -195,9 +195,12 @@ class WebConfig:
     """Access token; generated when the host is not loopback and none is given."""
     open_browser: bool = False
     """Open the labelling page in the default browser when the server starts."""
+    finish_grace: float = 10.0
+    """Seconds the labelling server keeps accepting answers still in flight after the run ends."""
 
     def validate(self) -> None:
         _check(0 <= self.port <= 65535, "--port must be in [0, 65535]")
+        _check(self.finish_grace >= 0, "--finish-grace must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -228,6 +231,13 @@ class Config:
     """Torch CPU threads in the trainer (1 is fastest on small, shared machines)."""
     progress: bool = True
     """Show a tqdm progress bar."""
+    resume: str | None = None
+    """Continue the run in this directory (e.g. runs/NAME) from its last checkpoint, with its
+    stored configuration; only --total-timesteps and --query.total-labels may be raised."""
+    checkpoint_every: int = 0
+    """Write a checkpoint every this many PPO iterations; 0: about every --checkpoint-minutes."""
+    checkpoint_minutes: float = 5.0
+    """Minutes of wall time between checkpoints when --checkpoint-every is 0."""
     ppo: Annotated[PPOConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=PPOConfig)
     """PPO hyperparameters."""
     query: QueryConfig = field(default_factory=QueryConfig)
@@ -246,6 +256,8 @@ class Config:
         _check(self.total_timesteps >= 1, "--total-timesteps must be >= 1")
         _check(self.num_envs >= 1, "--num-envs must be >= 1")
         _check(self.torch_threads >= 1, "--torch-threads must be >= 1")
+        _check(self.checkpoint_every >= 0, "--checkpoint-every must be >= 0")
+        _check(self.checkpoint_minutes > 0, "--checkpoint-minutes must be > 0")
         _check(
             self.ppo.num_steps * self.num_envs >= self.ppo.num_minibatches,
             "--num-steps x --num-envs must be >= --num-minibatches",

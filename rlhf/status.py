@@ -1,0 +1,127 @@
+"""What the trainer tells the labelling page: a typed status, kept in the store's ``meta`` table.
+
+The trainer and the web server share nothing but the store, so the status travels through it as
+JSON under :data:`STATUS_KEY`. The loop writes it; the server only reads it, through
+:meth:`TrainerStatus.from_json`, which accepts whatever an older or crashed trainer left behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+STATUS_KEY = "trainer_status"
+"""The store meta key holding the latest :class:`TrainerStatus`."""
+
+
+class Phase(enum.StrEnum):
+    """Where the trainer is in a run's life."""
+
+    STARTING = "starting"
+    """Setting up (envs, networks, the labelling session)."""
+    WAITING = "waiting for labels"
+    """PPO is paused until enough labels have arrived (``message`` says how many)."""
+    TRAINING = "training"
+    """Collecting rollouts and updating the policy."""
+    FINISHED = "finished"
+    """The step budget is spent. The labelling server still accepts answers in flight for
+    ``--finish-grace`` seconds, then stops."""
+    INTERRUPTED = "interrupted"
+    """Stopped by Ctrl-C or SIGTERM after writing a checkpoint; ``resume_command`` continues it."""
+    CRASHED = "crashed"
+    """Stopped by an error; the last checkpoint can be resumed."""
+    NO_TRAINER = "no trainer running"
+    """``rlhf serve`` is serving the run's pairs without a trainer; labels are kept for a resume."""
+
+    @property
+    def ended(self) -> bool:
+        """No trainer will ask for more labels in this session."""
+        return self in (Phase.FINISHED, Phase.INTERRUPTED, Phase.CRASHED, Phase.NO_TRAINER)
+
+
+@dataclass(frozen=True)
+class TrainerStatus:
+    """One snapshot of the trainer, as the page and ``rlhf serve`` show it.
+
+    Attributes:
+        phase: where the run is (see :class:`Phase`).
+        message: one sentence for a person: what the trainer does or waits for, and why.
+        iteration: PPO iterations completed.
+        env_steps: environment steps taken so far (all envs).
+        total_timesteps: the run's step budget.
+        latest_true_return: mean true return of the last episodes (None before the first ends).
+        labels_requested: pairs sent for labelling so far.
+        labels_total: labels the run asks for over its whole budget.
+        labels_used: labels the reward model has been trained on.
+        labels_needed: labels still needed before PPO starts learning (None: not waiting).
+        resume_command: the command that continues this run (set once it has stopped).
+        updated_at: when this status was written (seconds since the epoch).
+    """
+
+    phase: Phase
+    message: str = ""
+    iteration: int = 0
+    env_steps: int = 0
+    total_timesteps: int = 0
+    latest_true_return: float | None = None
+    labels_requested: int = 0
+    labels_total: int = 0
+    labels_used: int = 0
+    labels_needed: int | None = None
+    resume_command: str | None = None
+    updated_at: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict (NaN/inf returns become None)."""
+        data = dataclasses.asdict(self)
+        data["phase"] = self.phase.value
+        ret = self.latest_true_return
+        data["latest_true_return"] = None if ret is None or not math.isfinite(ret) else ret
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> TrainerStatus | None:
+        """Parse what :meth:`to_json` wrote; None when there is no usable status.
+
+        Unknown keys are ignored and wrongly typed values fall back to their defaults, so a
+        status written by another version of rlhf never breaks the page.
+        """
+        if not isinstance(data, dict):
+            return None
+        try:
+            phase = Phase(data.get("phase"))
+        except ValueError:
+            return None
+        values: dict[str, Any] = {"phase": phase}
+        for name, kinds in _FIELD_TYPES.items():
+            value = data.get(name)
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                continue  # missing or wrongly typed: keep the default
+            if isinstance(value, float) and not math.isfinite(value):
+                continue
+            values[name] = value
+        return cls(**values)
+
+    def with_(self, **changes: Any) -> TrainerStatus:
+        """A copy with ``changes`` and a fresh ``updated_at``."""
+        return dataclasses.replace(self, **changes, updated_at=time.time())
+
+
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "message": str,
+    "iteration": int,
+    "env_steps": int,
+    "total_timesteps": int,
+    "latest_true_return": (int, float),
+    "labels_requested": int,
+    "labels_total": int,
+    "labels_used": int,
+    "labels_needed": int,
+    "resume_command": str,
+    "updated_at": (int, float),
+}
+"""The JSON types each field accepts when read back (None is always its default)."""
