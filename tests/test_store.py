@@ -1,4 +1,8 @@
-"""The label store: durability across SIGKILL (directly and through HTTP), undo, conflicts, counts."""
+"""The label store: durability across SIGKILL (directly and through HTTP), undo, conflicts, counts.
+
+A SIGKILL leaves the page cache alone, so these pass even without fsync; test_power_cut.py is the
+test that catches a missing sync.
+"""
 
 from __future__ import annotations
 

@@ -1,137 +1,32 @@
-"""Durable label store: one SQLite file per run holding segments, pairs, labels and trainer status.
-
-The store is the only thing the trainer, the render worker and the web server share. Every process
-(and every thread) opens its own connection; SQLite in WAL mode with ``synchronous=FULL`` makes a
-label durable the moment :meth:`LabelStore.add_label` returns, so the HTTP request that sent it can
-be acknowledged safely.
-"""
+"""LabelStore: a run's ``labels.sqlite``, opened by the trainer, the render worker and the web server."""
 
 from __future__ import annotations
 
-import io
 import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from rlhf.store.records import (
+    VIDEO_FAILED,
+    VIDEO_PENDING,
+    VIDEO_READY,
+    VIDEO_RENDERING,
+    LabelConflict,
+    LabelRecord,
+    PairRecord,
+    StoreCounts,
+    UnknownPair,
+    label_record,
+    pack_segment,
+    pair_record,
+    unpack_segment,
+)
+from rlhf.store.videos import VideoQueue
 from rlhf.types import Answer, Pair, Preference, Segment
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS segments (
-    id INTEGER PRIMARY KEY,
-    env_id TEXT NOT NULL,
-    start_step INTEGER NOT NULL,
-    length INTEGER NOT NULL,
-    true_return REAL NOT NULL,
-    arrays BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS pairs (
-    id INTEGER PRIMARY KEY,
-    left_segment INTEGER NOT NULL REFERENCES segments(id),
-    right_segment INTEGER NOT NULL REFERENCES segments(id),
-    swapped INTEGER NOT NULL DEFAULT 0,
-    iteration INTEGER NOT NULL DEFAULT 0,
-    created_at REAL NOT NULL,
-    video_status TEXT NOT NULL DEFAULT 'pending',
-    video_path TEXT,
-    video_error TEXT,
-    video_updated_at REAL
-);
-CREATE INDEX IF NOT EXISTS pairs_video_status ON pairs(video_status);
-CREATE TABLE IF NOT EXISTS labels (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    pair_id INTEGER NOT NULL UNIQUE REFERENCES pairs(id),
-    answer TEXT NOT NULL,
-    source TEXT NOT NULL,
-    labeller TEXT,
-    response_ms INTEGER,
-    created_at REAL NOT NULL
-);
-"""
-
-VIDEO_PENDING = "pending"
-VIDEO_RENDERING = "rendering"
-VIDEO_READY = "ready"
-VIDEO_FAILED = "failed"
-
-
-class LabelConflict(Exception):
-    """A pair already carries a different answer."""
-
-
-class UnknownPair(KeyError):
-    """No pair with this id exists."""
-
-
-@dataclass(frozen=True)
-class PairRecord:
-    """A pair's row: ids and bookkeeping, without the segment arrays."""
-
-    id: int
-    left_segment: int
-    right_segment: int
-    swapped: bool
-    iteration: int
-    created_at: float
-    video_status: str
-    video_path: str | None
-    video_error: str | None
-
-
-@dataclass(frozen=True)
-class LabelRecord:
-    """A stored label."""
-
-    seq: int
-    pair_id: int
-    answer: Answer
-    source: str
-    labeller: str | None
-    response_ms: int | None
-    created_at: float
-
-
-@dataclass(frozen=True)
-class StoreCounts:
-    """Progress figures for status displays."""
-
-    pairs: int
-    labelled: int
-    equal: int
-    skipped: int
-    pending_video: int
-    ready_unlabelled: int
-    failed: int
-
-
-def _pack(segment: Segment) -> bytes:
-    buf = io.BytesIO()
-    np.savez(
-        buf,
-        obs=segment.obs,
-        actions=segment.actions,
-        true_rewards=segment.true_rewards,
-        qpos=segment.qpos,
-        qvel=segment.qvel,
-    )
-    return buf.getvalue()
-
-
-def _unpack(env_id: str, start_step: int, blob: bytes) -> Segment:
-    with np.load(io.BytesIO(blob)) as data:
-        arrays = {k: data[k] for k in data.files}
-    return Segment(env_id=env_id, start_step=start_step, **arrays)
 
 
 @dataclass
@@ -144,53 +39,13 @@ class _PendingLabel:
     error: BaseException | None = None
 
 
-class LabelStore:
+class LabelStore(VideoQueue):
     """Thread-safe handle on a run's ``labels.sqlite``; each thread gets its own connection."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        # Writers of this process queue on this lock rather than in SQLite's busy handler, whose
-        # sleeps back off to 100 ms (20 concurrent web labellers: API p99 ~950 ms without it).
-        self._write_lock = threading.RLock()
         self._queue_lock = threading.Lock()
         self._label_queue: list[_PendingLabel] = []
-        # executescript commits on its own, so it runs outside _tx.
-        self._con().executescript(_SCHEMA)
-
-    # -- connection handling -------------------------------------------------------------------
-    def _con(self) -> sqlite3.Connection:
-        con = getattr(self._local, "con", None)
-        if con is None:
-            con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            con.execute("PRAGMA journal_mode=WAL")
-            # FULL: a commit is on disk before add_label returns, so an acknowledged label
-            # survives a SIGKILL or a power cut.
-            con.execute("PRAGMA synchronous=FULL")
-            con.execute("PRAGMA foreign_keys=ON")
-            con.row_factory = sqlite3.Row
-            self._local.con = con
-        return con
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        con = self._con()
-        with self._write_lock:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
-
-    def close(self) -> None:
-        """Close this thread's connection (other threads close theirs when they end)."""
-        con = getattr(self._local, "con", None)
-        if con is not None:
-            con.close()
-            self._local.con = None
+        super().__init__(path)
 
     # -- metadata ------------------------------------------------------------------------------
     def set_meta(self, key: str, value: Any) -> None:
@@ -260,7 +115,13 @@ class LabelStore:
         cur = con.execute(
             "INSERT INTO segments(env_id, start_step, length, true_return, arrays)"
             " VALUES(?, ?, ?, ?, ?)",
-            (segment.env_id, segment.start_step, len(segment), segment.true_return, _pack(segment)),
+            (
+                segment.env_id,
+                segment.start_step,
+                len(segment),
+                segment.true_return,
+                pack_segment(segment),
+            ),
         )
         return int(cur.lastrowid)
 
@@ -272,69 +133,17 @@ class LabelStore:
         )
         if row is None:
             raise KeyError(f"no segment {segment_id}")
-        return _unpack(row["env_id"], row["start_step"], row["arrays"])
+        return unpack_segment(row["env_id"], row["start_step"], row["arrays"])
 
     def get_pair_record(self, pair_id: int) -> PairRecord:
         row = self._con().execute("SELECT * FROM pairs WHERE id=?", (pair_id,)).fetchone()
         if row is None:
             raise UnknownPair(pair_id)
-        return _pair_record(row)
+        return pair_record(row)
 
     def get_pair(self, pair_id: int) -> Pair:
         rec = self.get_pair_record(pair_id)
         return Pair(self.get_segment(rec.left_segment), self.get_segment(rec.right_segment))
-
-    # -- video bookkeeping (render worker) -----------------------------------------------------
-    def claim_for_render(self, limit: int) -> list[PairRecord]:
-        """Atomically move up to ``limit`` oldest pending, unlabelled pairs to 'rendering'."""
-        with self._tx() as con:
-            rows = con.execute(
-                "SELECT * FROM pairs WHERE video_status=? AND id NOT IN "
-                "(SELECT pair_id FROM labels) ORDER BY id LIMIT ?",
-                (VIDEO_PENDING, limit),
-            ).fetchall()
-            con.executemany(
-                "UPDATE pairs SET video_status=?, video_updated_at=? WHERE id=?",
-                [(VIDEO_RENDERING, time.time(), r["id"]) for r in rows],
-            )
-        return [replace(_pair_record(r), video_status=VIDEO_RENDERING) for r in rows]
-
-    def mark_video(
-        self, pair_id: int, status: str, path: str | None = None, error: str | None = None
-    ) -> None:
-        """Record the outcome of a render: 'ready' with a path, 'failed' with an error, or 'pending'."""
-        if status not in (VIDEO_PENDING, VIDEO_RENDERING, VIDEO_READY, VIDEO_FAILED):
-            raise ValueError(f"unknown video status {status!r}")
-        with self._tx() as con:
-            con.execute(
-                "UPDATE pairs SET video_status=?, video_path=?, video_error=?, video_updated_at=?"
-                " WHERE id=?",
-                (status, path, error, time.time(), pair_id),
-            )
-
-    def reset_stale_renders(self) -> int:
-        """Return pairs left 'rendering' by a worker that died to 'pending'; returns how many."""
-        with self._tx() as con:
-            cur = con.execute(
-                "UPDATE pairs SET video_status=? WHERE video_status=?",
-                (VIDEO_PENDING, VIDEO_RENDERING),
-            )
-            return int(cur.rowcount)
-
-    def next_ready(self, exclude: tuple[int, ...] = (), limit: int = 1) -> list[PairRecord]:
-        """Oldest pairs with a ready video and no label, skipping the ids in ``exclude``."""
-        # No clause at all for an empty exclude: ``id NOT IN (NULL)`` is NULL, which matches nothing.
-        skip = f" AND id NOT IN ({','.join('?' * len(exclude))})" if exclude else ""
-        rows = (
-            self._con()
-            .execute(
-                "SELECT * FROM pairs WHERE video_status=? AND id NOT IN "
-                f"(SELECT pair_id FROM labels){skip} ORDER BY id LIMIT ?",
-                (VIDEO_READY, *exclude, limit),
-            )
-            .fetchall()
-        )
-        return [_pair_record(r) for r in rows]
 
     # -- labels --------------------------------------------------------------------------------
     def add_label(
@@ -419,12 +228,12 @@ class LabelStore:
             if row is None:
                 return None
             con.execute("DELETE FROM labels WHERE seq=?", (row["seq"],))
-        return _label_record(row)
+        return label_record(row)
 
     def labels(self) -> list[LabelRecord]:
         """Every stored label, oldest first."""
         rows = self._con().execute("SELECT * FROM labels ORDER BY seq").fetchall()
-        return [_label_record(r) for r in rows]
+        return [label_record(r) for r in rows]
 
     def preferences(self, cache: dict[int, Pair] | None = None) -> list[Preference]:
         """All non-skip labels as training data; ``cache`` (pair id -> Pair) avoids re-reading."""
@@ -461,29 +270,3 @@ class LabelStore:
             ),
             failed=one("SELECT COUNT(*) FROM pairs WHERE video_status=?", VIDEO_FAILED),
         )
-
-
-def _pair_record(row: sqlite3.Row) -> PairRecord:
-    return PairRecord(
-        id=row["id"],
-        left_segment=row["left_segment"],
-        right_segment=row["right_segment"],
-        swapped=bool(row["swapped"]),
-        iteration=row["iteration"],
-        created_at=row["created_at"],
-        video_status=row["video_status"],
-        video_path=row["video_path"],
-        video_error=row["video_error"],
-    )
-
-
-def _label_record(row: sqlite3.Row) -> LabelRecord:
-    return LabelRecord(
-        seq=row["seq"],
-        pair_id=row["pair_id"],
-        answer=Answer(row["answer"]),
-        source=row["source"],
-        labeller=row["labeller"],
-        response_ms=row["response_ms"],
-        created_at=row["created_at"],
-    )

@@ -1,0 +1,38 @@
+"""Durable label store: one SQLite file per run holding segments, pairs, labels and trainer status.
+
+The store is the only thing the trainer, the render worker and the web server share. Every process
+(and every thread) opens its own connection; SQLite in WAL mode with ``synchronous=FULL`` makes a
+label durable the moment :meth:`LabelStore.add_label` returns, so the HTTP request that sent it can
+be acknowledged safely. The file carries its schema version (``PRAGMA user_version``); opening it
+applies the migrations it lacks, and a file from a newer rlhf is refused.
+"""
+
+from rlhf.store.label_store import LabelStore
+from rlhf.store.records import (
+    VIDEO_FAILED,
+    VIDEO_PENDING,
+    VIDEO_READY,
+    VIDEO_RENDERING,
+    LabelConflict,
+    LabelRecord,
+    PairRecord,
+    StoreCounts,
+    UnknownPair,
+)
+from rlhf.store.schema import LATEST_VERSION, MIGRATIONS, StoreVersionError
+
+__all__ = [
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "VIDEO_FAILED",
+    "VIDEO_PENDING",
+    "VIDEO_READY",
+    "VIDEO_RENDERING",
+    "LabelConflict",
+    "LabelRecord",
+    "LabelStore",
+    "PairRecord",
+    "StoreCounts",
+    "StoreVersionError",
+    "UnknownPair",
+]

@@ -1,0 +1,111 @@
+"""What the store hands out: row records, progress counts, errors, and the segment packing format."""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+from dataclasses import dataclass
+
+import numpy as np
+
+from rlhf.types import Answer, Segment
+
+VIDEO_PENDING = "pending"
+VIDEO_RENDERING = "rendering"
+VIDEO_READY = "ready"
+VIDEO_FAILED = "failed"
+
+
+class LabelConflict(Exception):
+    """A pair already carries a different answer."""
+
+
+class UnknownPair(KeyError):
+    """No pair with this id exists."""
+
+
+@dataclass(frozen=True)
+class PairRecord:
+    """A pair's row: ids and bookkeeping, without the segment arrays."""
+
+    id: int
+    left_segment: int
+    right_segment: int
+    swapped: bool
+    iteration: int
+    created_at: float
+    video_status: str
+    video_path: str | None
+    video_error: str | None
+
+
+@dataclass(frozen=True)
+class LabelRecord:
+    """A stored label."""
+
+    seq: int
+    pair_id: int
+    answer: Answer
+    source: str
+    labeller: str | None
+    response_ms: int | None
+    created_at: float
+
+
+@dataclass(frozen=True)
+class StoreCounts:
+    """Progress figures for status displays."""
+
+    pairs: int
+    labelled: int
+    equal: int
+    skipped: int
+    pending_video: int
+    ready_unlabelled: int
+    failed: int
+
+
+def pack_segment(segment: Segment) -> bytes:
+    """A segment's arrays as one ``.npz`` blob (the ``segments.arrays`` column)."""
+    buf = io.BytesIO()
+    np.savez(
+        buf,
+        obs=segment.obs,
+        actions=segment.actions,
+        true_rewards=segment.true_rewards,
+        qpos=segment.qpos,
+        qvel=segment.qvel,
+    )
+    return buf.getvalue()
+
+
+def unpack_segment(env_id: str, start_step: int, blob: bytes) -> Segment:
+    with np.load(io.BytesIO(blob)) as data:
+        arrays = {k: data[k] for k in data.files}
+    return Segment(env_id=env_id, start_step=start_step, **arrays)
+
+
+def pair_record(row: sqlite3.Row) -> PairRecord:
+    return PairRecord(
+        id=row["id"],
+        left_segment=row["left_segment"],
+        right_segment=row["right_segment"],
+        swapped=bool(row["swapped"]),
+        iteration=row["iteration"],
+        created_at=row["created_at"],
+        video_status=row["video_status"],
+        video_path=row["video_path"],
+        video_error=row["video_error"],
+    )
+
+
+def label_record(row: sqlite3.Row) -> LabelRecord:
+    return LabelRecord(
+        seq=row["seq"],
+        pair_id=row["pair_id"],
+        answer=Answer(row["answer"]),
+        source=row["source"],
+        labeller=row["labeller"],
+        response_ms=row["response_ms"],
+        created_at=row["created_at"],
+    )

@@ -1,0 +1,114 @@
+"""Store schema versions: ``PRAGMA user_version`` and the ordered migrations that bring a file up to date.
+
+Migration k (``MIGRATIONS[k - 1]``) takes a store from version k-1 to k. Each runs in its own
+transaction together with the version bump, so a migration that fails leaves the file at the
+version it had before, and a store is never half-migrated. Version 1 is the schema that shipped
+before versions existed; stores written then have ``user_version`` 0 and already hold its tables,
+which migration 1 leaves as they are (every statement is ``IF NOT EXISTS``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rlhf.config import ConfigError
+
+Migration = Callable[[sqlite3.Connection], None]
+"""Runs inside an open transaction; must use ``execute`` (``executescript`` would commit)."""
+
+_SCHEMA_V1 = (
+    """CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS segments (
+    id INTEGER PRIMARY KEY,
+    env_id TEXT NOT NULL,
+    start_step INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    true_return REAL NOT NULL,
+    arrays BLOB NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS pairs (
+    id INTEGER PRIMARY KEY,
+    left_segment INTEGER NOT NULL REFERENCES segments(id),
+    right_segment INTEGER NOT NULL REFERENCES segments(id),
+    swapped INTEGER NOT NULL DEFAULT 0,
+    iteration INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    video_status TEXT NOT NULL DEFAULT 'pending',
+    video_path TEXT,
+    video_error TEXT,
+    video_updated_at REAL
+)""",
+    "CREATE INDEX IF NOT EXISTS pairs_video_status ON pairs(video_status)",
+    """CREATE TABLE IF NOT EXISTS labels (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    pair_id INTEGER NOT NULL UNIQUE REFERENCES pairs(id),
+    answer TEXT NOT NULL,
+    source TEXT NOT NULL,
+    labeller TEXT,
+    response_ms INTEGER,
+    created_at REAL NOT NULL
+)""",
+)
+
+
+def _create_v1(con: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V1:
+        con.execute(statement)
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1,)
+"""``MIGRATIONS[k - 1]`` brings version k-1 to k; append, never edit a shipped one."""
+
+LATEST_VERSION = len(MIGRATIONS)
+
+
+class StoreVersionError(ConfigError):
+    """The store was written by a newer rlhf whose schema this code does not know."""
+
+
+def user_version(con: sqlite3.Connection) -> int:
+    return int(con.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(
+    con: sqlite3.Connection, path: Path, migrations: Sequence[Migration] = MIGRATIONS
+) -> int:
+    """Bring the store on ``con`` (autocommit mode) up to ``len(migrations)``; returns that version.
+
+    Safe against other processes opening the same file at once: each step re-reads the version
+    under the write lock (``BEGIN IMMEDIATE``) and skips what another process already did.
+
+    Raises:
+        StoreVersionError: the file's version is newer than ``len(migrations)``.
+    """
+    latest = len(migrations)
+    refuse_newer(con, path, latest)
+    while user_version(con) < latest:
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            refuse_newer(con, path, latest)  # another process may have migrated meanwhile
+            current = user_version(con)
+            if current < latest:
+                migrations[current](con)
+                # PRAGMA values cannot be bound as parameters; the int() keeps this injection-free.
+                con.execute(f"PRAGMA user_version = {int(current + 1)}")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+    return latest
+
+
+def refuse_newer(con: sqlite3.Connection, path: Path, latest: int = LATEST_VERSION) -> None:
+    """Raise :class:`StoreVersionError` if the file's schema is newer than ``latest``."""
+    version = user_version(con)
+    if version > latest:
+        raise StoreVersionError(
+            f"{path} was written by a newer rlhf (store schema {version}; this rlhf reads up to"
+            f" {latest}): upgrade rlhf"
+        )
