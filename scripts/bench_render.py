@@ -33,7 +33,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlhf.config import VideoConfig
-from rlhf.video import SegmentRenderer, write_pair_video
+from rlhf.render.video import SegmentRenderer, write_pair_video
 
 ENV_ID = "HalfCheetah-v5"
 TARGET_S = 1.0

@@ -7,6 +7,7 @@ Also takes the screenshot the README shows (``RLHF_UPDATE_SCREENSHOT=1`` writes 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -108,11 +109,11 @@ def pair_assets(tmp_path_factory: pytest.TempPathFactory) -> tuple[Pair, bytes]:
     path = tmp_path_factory.mktemp("media") / "pair.mp4"
     try:
         from rlhf.config import VideoConfig
-        from rlhf.video import render_pair_video
+        from rlhf.render.video import render_pair_video
 
         pair = Pair(*_cheetah_segments())
         render_pair_video(pair, path, VideoConfig())
-    except Exception:  # no GL or no rlhf.video yet: the page is tested all the same
+    except Exception:  # no GL or no rlhf.render.video yet: the page is tested all the same
         rng = np.random.default_rng(0)
         seg = Segment(
             obs=rng.normal(size=(4, 3)).astype(np.float32),
@@ -296,3 +297,83 @@ def test_layout_fits_a_narrow_window(serve: Server, page: Page) -> None:
     for name in ("Left is better", "Right is better", "Equally good", "Can't tell", "Undo"):
         box = page.get_by_role("button", name=name).bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 380, name
+
+
+# -- the end of a run --------------------------------------------------------------------------------
+FINISH_GRACE = 20.0
+
+
+def test_answers_on_their_way_when_the_run_finishes_are_all_stored(
+    page: Page, tmp_path: Path, pair_assets: tuple[Pair, bytes]
+) -> None:
+    from rlhf.config import VideoConfig
+    from rlhf.feedback.session import LabellingSession
+    from rlhf.status import STATUS_KEY, Phase, TrainerStatus
+
+    run_root = tmp_path / "runs" / "cheetah"
+    store = LabelStore(run_root / "labels.sqlite")
+    (run_root / "videos").mkdir()
+    store.set_meta(STATUS_KEY, TrainerStatus(Phase.TRAINING, iteration=40).to_json())
+    for pair_id in store.add_pairs([pair_assets[0]] * 6):
+        path = run_root / "videos" / f"{pair_id}.mp4"
+        path.write_bytes(pair_assets[1])
+        store.mark_video(pair_id, VIDEO_READY, path=str(path))
+    session = LabellingSession(run_root, WebConfig(), VideoConfig(), say=lambda _: None).start()
+
+    # The server's answers to labels are held back, so answers are still in the page's outbox
+    # (one in flight, the others queued behind it) when the run finishes.
+    held: list[Route] = []
+    holding = [True]
+    page.route(
+        "**/api/label", lambda route: held.append(route) if holding[0] else route.continue_()
+    )
+    try:
+        page.goto(session.url)
+        given = {1: Answer.LEFT, 2: Answer.RIGHT, 3: Answer.EQUAL}
+        for pair_id, key in zip(given, ("ArrowLeft", "ArrowRight", "ArrowDown"), strict=True):
+            _wait_playing(page, pair_id)
+            page.keyboard.press(key)
+        _wait_for(page, lambda: len(held) == 1)
+        assert _answers(store) == {}
+
+        final = TrainerStatus(
+            Phase.FINISHED,
+            message="Done <b>after</b> 3 labels.",  # shown as text, never as HTML
+            latest_true_return=1234.56,
+            labels_used=3,
+            resume_command="rlhf train --resume runs/cheetah --total-timesteps 2000000",
+        )
+        store.set_meta(STATUS_KEY, final.to_json())
+        took: list[float] = []
+        stopper = threading.Thread(target=_timed_stop, args=(session, FINISH_GRACE, took))
+        stopper.start()
+        page.wait_for_timeout(300)
+        holding[0] = False
+        for route in held:
+            route.continue_()
+        _wait_for(page, lambda: not stopper.is_alive(), timeout=FINISH_GRACE + 10)
+        assert _answers(store) == given, "an answer made before the finish was lost"
+        assert took[0] < FINISH_GRACE, "the page said it was done: the server need not wait"
+
+        page.wait_for_selector("#finished:not([hidden])")
+        assert page.locator("#final-return").inner_text() == "1234.6"
+        assert page.locator("#final-labels-used").inner_text() == "3"
+        assert page.locator("#finished-title").inner_text() == "Training has finished"
+        assert page.locator("#finished-message").inner_text() == final.message
+        assert page.locator("#finished b").count() == 0
+        assert page.locator("#resume-command").inner_text() == final.resume_command
+        assert page.locator("#watch-command").inner_text().startswith("tensorboard --logdir ")
+        assert (
+            page.locator("#finished-saving").inner_text().startswith("All your answers are saved")
+        )
+        assert not page.locator(".choices").is_visible()
+    finally:
+        holding[0] = False
+        session.stop()
+        store.close()
+
+
+def _timed_stop(session: object, grace: float, took: list[float]) -> None:
+    start = time.monotonic()
+    session.stop(grace=grace)  # type: ignore[attr-defined]
+    took.append(time.monotonic() - start)

@@ -22,8 +22,8 @@ from pathlib import Path
 from types import TracebackType
 
 from rlhf.config import VideoConfig
+from rlhf.render.video import SegmentRenderer, render_pair_video
 from rlhf.store import VIDEO_FAILED, VIDEO_PENDING, VIDEO_READY, LabelStore, PairRecord
-from rlhf.video import SegmentRenderer, render_pair_video
 
 log = logging.getLogger(__name__)
 

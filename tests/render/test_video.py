@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from rlhf.config import VideoConfig
-from rlhf.types import Pair, Segment
-from rlhf.video import (
+from rlhf.render.video import (
     SEPARATOR_PX,
     RenderError,
     SegmentRenderer,
@@ -19,6 +18,7 @@ from rlhf.video import (
     text_mask,
     write_pair_video,
 )
+from rlhf.types import Pair, Segment
 from tests.helpers import random_states, state_segment
 
 # Not square, so a swapped width/height shows up.

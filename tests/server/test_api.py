@@ -1,40 +1,20 @@
-"""The labelling server: every endpoint, every bad input, access control, concurrency."""
+"""The labelling API through Flask's test client: every endpoint, every bad input, every error."""
 
 from __future__ import annotations
 
-import http.client
-import json
-import socket
 import sqlite3
-import threading
 from pathlib import Path
 
 import pytest
 from flask.testing import FlaskClient
 
-from rlhf.config import WebConfig
-from rlhf.server import LABELLER_COOKIE, TOKEN_COOKIE, create_app, serve_in_thread
+from rlhf.server import LABELLER_COOKIE
+from rlhf.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import VIDEO_READY, LabelStore
 from rlhf.types import Answer
+from tests.server.wire import TRAVERSALS
 
 Run = tuple[LabelStore, Path]
-
-
-def _http(
-    port: int, method: str, path: str, body: object = None, headers: dict | None = None
-) -> tuple[int, dict[str, str], bytes]:
-    """One raw request to a live server (the path is sent exactly as given)."""
-    con = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    hdrs = dict(headers or {})
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        hdrs["Content-Type"] = "application/json"
-    con.request(method, path, body=data, headers=hdrs)
-    resp = con.getresponse()
-    payload = resp.read()
-    con.close()
-    return resp.status, {k.lower(): v for k, v in resp.getheaders()}, payload
 
 
 def _label(client: FlaskClient, pair_id: object, answer: object, **extra: object):
@@ -88,7 +68,7 @@ def test_next_skips_labelled_pairs_and_explains_waiting(client: FlaskClient, web
     waiting = client.get("/api/next").get_json()
     assert waiting["pair"] is None and waiting["state"] == "waiting"
     assert waiting["reason"] == "Waiting for the trainer to send pairs..."
-    store.set_meta("trainer_status", {"phase": "finished"})
+    store.set_meta(STATUS_KEY, TrainerStatus(Phase.FINISHED).to_json())
     done = client.get("/api/next").get_json()
     assert done["state"] == "finished" and "nothing left" in done["reason"]
 
@@ -243,19 +223,21 @@ def test_status_reports_store_and_trainer_figures(client: FlaskClient, web_run: 
     store, _ = web_run
     empty = client.get("/api/status").get_json()
     assert empty["labels_done"] == 0 and empty["labels_requested"] == 10
-    assert empty["phase"] is None and empty["iteration"] is None
+    assert empty["phase"] is None and empty["iteration"] is None and empty["closing"] is False
 
     store.set_meta("run_name", "cheetah-1")
     store.set_meta("env_id", "HalfCheetah-v5")
     store.set_meta(
-        "trainer_status",
-        {
+        STATUS_KEY,
+        {  # as a trainer writes it, with a NaN return (read through TrainerStatus.from_json)
+            "phase": "training",
+            "message": "Collecting rollouts.",
             "iteration": 7,
             "env_steps": 14336,
             "total_timesteps": 1_000_000,
             "latest_true_return": float("nan"),
             "labels_requested": 25,
-            "phase": "training reward",
+            "labels_used": 2,
         },
     )
     for pair_id, answer in ((1, "equal"), (2, "skip"), (3, "left")):
@@ -276,13 +258,35 @@ def test_status_reports_store_and_trainer_figures(client: FlaskClient, web_run: 
         "env_steps": 14336,
         "total_timesteps": 1_000_000,
         "latest_true_return": None,  # NaN would break the page's JSON.parse
-        "phase": "training reward",
+        "labels_used": 2,
+        "phase": "training",
+        "message": "Collecting rollouts.",
+        "resume_command": None,
+        "closing": False,
+        "watch_command": None,
         "run_name": "cheetah-1",
         "env_id": "HalfCheetah-v5",
     }
     # The trainer's own total wins over the hint.
-    store.set_meta("trainer_status", {"labels_requested": 25, "labels_total": 700})
+    status = TrainerStatus(Phase.WAITING, labels_requested=25, labels_total=700)
+    store.set_meta(STATUS_KEY, status.to_json())
     assert client.get("/api/status").get_json()["total_labels"] == 700
+
+
+@pytest.mark.parametrize("value", [{"phase": "training reward"}, {"iteration": 3}, "x", [1], 7])
+def test_status_ignores_a_trainer_status_it_cannot_read(
+    client: FlaskClient, web_run: Run, value: object
+) -> None:
+    web_run[0].set_meta(STATUS_KEY, value)
+    body = client.get("/api/status").get_json()
+    assert body["phase"] is None and body["iteration"] is None
+    assert body["labels_requested"] == 10  # the hint
+
+
+@pytest.mark.parametrize("query", ["outbox=-1", "outbox=x", "outbox=1.5", "outbox=99999999"])
+def test_status_rejects_a_bad_outbox_report(client: FlaskClient, query: str) -> None:
+    resp = client.get(f"/api/status?{query}")
+    assert resp.status_code == 400 and resp.get_json()["error"] == "bad_outbox"
 
 
 # -- videos ---------------------------------------------------------------------------------------
@@ -328,24 +332,7 @@ def test_video_path_in_store_outside_videos_dir_is_never_served(
     assert b"SECRET" not in resp.data and b"SQLite" not in resp.data and b"root:" not in resp.data
 
 
-_TRAVERSALS = [
-    "/videos/../labels.sqlite",
-    "/videos/%2e%2e%2flabels.sqlite",
-    "/videos/%2e%2e/labels.sqlite",
-    "/videos/..%2flabels.sqlite",
-    "/videos/1.mp4/../../labels.sqlite",
-    "/videos/1.mp4/../../x",
-    "/videos//etc/passwd",
-    "/videos/%2fetc%2fpasswd",
-    "/videos/-1.mp4",
-    "/videos/1.mp4%00.sqlite",
-    "/static/../labels.sqlite",
-    "/static/%2e%2e/server.py",
-    "/labels.sqlite",
-]
-
-
-@pytest.mark.parametrize("path", _TRAVERSALS)
+@pytest.mark.parametrize("path", TRAVERSALS)
 def test_path_traversal_is_404_via_test_client(
     client: FlaskClient, web_run: Run, path: str
 ) -> None:
@@ -354,20 +341,6 @@ def test_path_traversal_is_404_via_test_client(
     assert resp.is_json
     assert b"SQLite format" not in resp.data
     assert str(web_run[1].parent).encode() not in resp.data
-
-
-def test_path_traversal_is_404_on_the_wire(web_run: Run) -> None:
-    store, videos = web_run
-    handle = serve_in_thread(store, videos, WebConfig())
-    try:
-        for path in [*_TRAVERSALS, "/videos/../../../../etc/passwd"]:
-            status, headers, body = _http(handle.port, "GET", path)
-            assert status in (400, 404), path
-            assert b"SQLite format" not in body and b"root:" not in body, path
-            assert str(videos.parent).encode() not in body, path
-            assert headers["content-type"].startswith("application/json"), path
-    finally:
-        handle.stop()
 
 
 # -- errors ----------------------------------------------------------------------------------------
@@ -390,181 +363,3 @@ def test_unexpected_error_is_json_500_and_busy_store_503(
     monkeypatch.setattr(store, "counts", locked)
     resp = client.get("/api/status")
     assert resp.status_code == 503 and resp.is_json
-
-
-# -- access control ---------------------------------------------------------------------------------
-def test_token_required_then_kept_in_a_strict_httponly_cookie(web_run: Run) -> None:
-    store, videos = web_run
-    app = create_app(store, videos, token="s3cret-token")
-    client = app.test_client()
-    for path in ("/", "/api/status", "/api/next", "/videos/1.mp4", "/static/app.js"):
-        resp = client.get(path)
-        assert resp.status_code == 401 and resp.is_json, path
-    assert client.get("/?token=wrong").status_code == 403
-    assert _label(client, 1, "left").status_code == 401
-    assert store.labels() == []
-
-    page = client.get("/?token=s3cret-token")
-    assert page.status_code == 200
-    cookie = page.headers["Set-Cookie"]
-    assert f"{TOKEN_COOKIE}=s3cret-token" in cookie
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    assert client.get("/api/status").status_code == 200  # cookie from now on
-    assert _label(client, 1, "left").status_code == 200
-    bearer = app.test_client().get("/api/status", headers={"Authorization": "Bearer s3cret-token"})
-    assert bearer.status_code == 200
-
-
-def test_without_token_only_loopback_host_headers_are_answered(client: FlaskClient) -> None:
-    assert client.get("/api/status", headers={"Host": "127.0.0.1:8000"}).status_code == 200
-    assert client.get("/api/status", headers={"Host": "[::1]:8000"}).status_code == 200
-    resp = client.get("/api/status", headers={"Host": "evil.example:8000"})
-    assert resp.status_code == 403 and resp.get_json()["error"] == "forbidden_host"
-
-
-def test_cross_origin_post_is_refused(client: FlaskClient, web_run: Run) -> None:
-    resp = client.post(
-        "/api/label",
-        json={"pair_id": 1, "answer": "left"},
-        headers={"Origin": "https://evil.example"},
-    )
-    assert resp.status_code == 403
-    assert web_run[0].labels() == []
-    same = client.post(
-        "/api/label", json={"pair_id": 1, "answer": "left"}, headers={"Origin": "http://localhost"}
-    )
-    assert same.status_code == 200
-
-
-def test_non_loopback_serving_requires_the_token(web_run: Run) -> None:
-    store, videos = web_run
-    handle = serve_in_thread(store, videos, WebConfig(host="0.0.0.0", port=0))
-    try:
-        assert handle.token and f"?token={handle.token}" in handle.url
-        status, _, body = _http(handle.port, "GET", "/api/status")
-        assert status == 401 and json.loads(body)["error"] == "token_required"
-        status, _, _ = _http(handle.port, "POST", "/api/label", {"pair_id": 1, "answer": "left"})
-        assert status == 401
-        status, _, _ = _http(handle.port, "GET", "/videos/1.mp4")
-        assert status == 401
-        status, headers, body = _http(handle.port, "GET", f"/?token={handle.token}")
-        assert status == 200 and b"<html" in body
-        cookie = headers["set-cookie"].split(";")[0]
-        status, _, _ = _http(handle.port, "GET", "/api/status", headers={"Cookie": cookie})
-        assert status == 200
-        status, _, _ = _http(
-            handle.port, "POST", "/api/label", {"pair_id": 1, "answer": "left"}, {"Cookie": cookie}
-        )
-        assert status == 200
-        assert [lb.pair_id for lb in store.labels()] == [1]
-    finally:
-        handle.stop()
-
-
-def test_stop_releases_the_port(web_run: Run) -> None:
-    store, videos = web_run
-    handle = serve_in_thread(store, videos, WebConfig())
-    assert handle.url == f"http://127.0.0.1:{handle.port}/"
-    assert _http(handle.port, "GET", "/api/status")[0] == 200
-    handle.stop()
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("127.0.0.1", handle.port))  # raises if the port were still held
-    with pytest.raises(OSError):
-        _http(handle.port, "GET", "/api/status")
-
-
-# -- concurrency ------------------------------------------------------------------------------------
-def test_concurrent_submits_lose_and_duplicate_nothing(tmp_path: Path, add_pairs) -> None:
-    store = LabelStore(tmp_path / "labels.sqlite")
-    ids = add_pairs(store, 48)
-    answers = [a.value for a in Answer]
-    handle = serve_in_thread(store, tmp_path / "videos", WebConfig())
-    results: list[tuple[int, int, bool]] = []
-    lock = threading.Lock()
-    barrier = threading.Barrier(16)
-
-    def labeller(worker: int) -> None:
-        con = http.client.HTTPConnection("127.0.0.1", handle.port, timeout=30)
-        order = ids[worker % 3 :] + ids[: worker % 3]  # overlapping, in different orders
-        barrier.wait()
-        for pair_id in order[worker % 2 :: 2] if worker >= 8 else order:
-            body = json.dumps({"pair_id": pair_id, "answer": answers[pair_id % 4]})
-            con.request("POST", "/api/label", body, {"Content-Type": "application/json"})
-            resp = con.getresponse()
-            reply = json.loads(resp.read())
-            with lock:
-                results.append((pair_id, resp.status, reply.get("duplicate")))
-        con.close()
-
-    threads = [threading.Thread(target=labeller, args=(w,)) for w in range(16)]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-    finally:
-        handle.stop()
-    assert len(results) == 8 * 48 + 8 * 24
-    assert {status for _, status, _ in results} == {200}
-    firsts = sorted(pid for pid, _, dup in results if dup is False)
-    assert firsts == ids  # each pair saved exactly once, every other submit a duplicate
-    con = sqlite3.connect(tmp_path / "labels.sqlite")
-    rows = con.execute("SELECT pair_id, answer FROM labels ORDER BY pair_id").fetchall()
-    con.close()
-    assert rows == [(pid, answers[pid % 4]) for pid in ids]
-
-
-# -- serve_run ---------------------------------------------------------------------------------------
-def test_serve_run_serves_a_run_until_stopped(
-    web_run: Run, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    import rlhf.server as server
-
-    store, videos = web_run
-    calls: list[str] = []
-
-    class FakeWorker:
-        def stop(self) -> None:
-            calls.append("stop")
-
-    def fake_start(store_path: Path, videos_dir: Path, cfg: object) -> FakeWorker:
-        calls.append(f"start {store_path.name} {videos_dir.name}")
-        return FakeWorker()
-
-    monkeypatch.setattr(server, "_start_render_worker", fake_start)
-    (videos.parent / "config.json").write_text(json.dumps({"query": {"total_labels": 40}}))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    stop = threading.Event()
-    thread = threading.Thread(
-        target=server.serve_run, args=(videos.parent, WebConfig(port=port)), kwargs={"stop": stop}
-    )
-    thread.start()
-    try:
-        for _ in range(100):
-            try:
-                status, _, body = _http(port, "GET", "/api/status")
-                break
-            except OSError:
-                threading.Event().wait(0.05)
-        assert status == 200 and json.loads(body)["labels_requested"] == 40
-        status, _, _ = _http(port, "POST", "/api/label", {"pair_id": 2, "answer": "right"})
-        assert status == 200
-    finally:
-        stop.set()
-        thread.join(10)
-    assert not thread.is_alive()
-    assert calls == ["start labels.sqlite videos", "stop"]
-    assert f"http://127.0.0.1:{port}/" in capsys.readouterr().out
-    assert [(lb.pair_id, lb.answer) for lb in store.labels()] == [(2, Answer.RIGHT)]
-    with pytest.raises(OSError):
-        _http(port, "GET", "/api/status")
-
-
-def test_serve_run_refuses_a_directory_without_a_store(tmp_path: Path) -> None:
-    from rlhf.server import serve_run
-
-    with pytest.raises(FileNotFoundError, match=r"labels\.sqlite"):
-        serve_run(tmp_path, WebConfig())

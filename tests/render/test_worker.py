@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from rlhf.config import VideoConfig
-from rlhf.render_worker import (
+from rlhf.render.video import SegmentRenderer
+from rlhf.render.worker import (
     RenderWorker,
     probe_gl_backend,
     render_round,
@@ -25,7 +26,6 @@ from rlhf.render_worker import (
 )
 from rlhf.store import LabelStore
 from rlhf.types import Answer, Pair, Segment
-from rlhf.video import SegmentRenderer
 from tests.helpers import random_states, state_segment
 
 CFG = VideoConfig(width=48, height=48, fps=10, ready_ahead=10)
@@ -132,7 +132,7 @@ def test_stop_mid_round_returns_claimed_pairs_to_pending(tmp_path) -> None:
 _PARENT = """
 import sys, time
 from rlhf.config import VideoConfig
-from rlhf.render_worker import RenderWorker
+from rlhf.render.worker import RenderWorker
 worker = RenderWorker(sys.argv[1], sys.argv[2], VideoConfig(), poll_interval=0.05).start()
 print(worker.pid, flush=True)
 time.sleep(120)

@@ -5,6 +5,11 @@
 // the next pair plays without waiting for the server. The outbox sends answers one at a time and
 // retries with backoff until the server acknowledges them; the server is idempotent by pair id,
 // so re-sending is always safe. Unsent answers are kept in localStorage across reloads.
+//
+// The end of a run: the server then says `closing` (for a grace period it hands out no pairs but
+// still stores answers). The page sends its outbox at once, shows the finished screen (built with
+// textContent only), and tells the server when its outbox is empty (`/api/status?outbox=0&ended=1`,
+// with this page's id in a header), so the server can stop as soon as every open page is done.
 "use strict";
 
 (() => {
@@ -15,15 +20,28 @@
   const POLL_STATUS_MS = 2000;
   const MIN_VIEW_MS = 250; // a second key press this soon after a swap is a double press
   const MAX_RETRY_MS = 10000;
+  const END_RETRY_MS = 250; // once the run has ended the server stays up only briefly
   const MAX_EXCLUDE = 100; // the server's limit on ?exclude=
   const OUTBOX_KEY = "rlhf.outbox." + location.host;
   const RATES = [0.25, 0.5, 1, 1.5, 2];
+  const PAGE_ID = randomId(); // one per page load: two tabs are two pages to the server
+  const ENDED_TITLES = {
+    finished: "Training has finished",
+    interrupted: "Training was interrupted",
+    crashed: "Training stopped with an error",
+  };
   const ANSWER_TEXT = {
     left: "left is better",
     right: "right is better",
     equal: "equally good",
     skip: "can't tell (skipped)",
   };
+
+  function randomId() {
+    const bytes = new Uint8Array(12);
+    crypto.getRandomValues(bytes); // works over plain http too, unlike crypto.randomUUID
+    return "p" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
 
   function readStorage(key) {
     try {
@@ -50,14 +68,17 @@
     total: null,
     rate: Number(readStorage("rlhf.rate")) || 1,
     scrubbing: false,
+    ended: null, // the status that said the run is closing; no new answers from then on
+    serverGone: false, // the server stopped answering after the run ended
   };
-  const timers = { fill: 0, pump: 0 };
+  const timers = { fill: 0, pump: 0, status: 0 };
   let active = $("video-a");
   let standby = $("video-b");
 
   // -- server ------------------------------------------------------------------------------------
   async function api(method, path, body) {
-    const opts = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
+    const headers = { Accept: "application/json", "X-Rlhf-Page": PAGE_ID };
+    const opts = { method, credentials: "same-origin", headers };
     if (body !== undefined) {
       opts.headers["Content-Type"] = "application/json";
       opts.body = JSON.stringify(body);
@@ -158,7 +179,7 @@
 
   async function fillQueue() {
     clearTimeout(timers.fill);
-    if (state.fetching || state.denied) return;
+    if (state.fetching || state.denied || state.ended) return;
     if (state.current && state.upcoming.length >= 1) return;
     state.fetching = true;
     let delay = POLL_NEXT_MS;
@@ -170,6 +191,8 @@
       state.nextFails = 0;
       if (res.data.pair) {
         if (accept(res.data.pair)) delay = 0;
+      } else if (res.data.status && res.data.status.closing) {
+        enterEnded(res.data.status);
       } else {
         state.waitingReason = res.data.reason;
         if (res.data.status) renderStatus(res.data.status);
@@ -182,6 +205,7 @@
       state.fetching = false;
       render();
     }
+    if (state.ended) return;
     if (delay === 0) fillQueue();
     else scheduleFill(delay);
   }
@@ -208,7 +232,7 @@
   // -- answers and the outbox ------------------------------------------------------------------------
   function answer(value) {
     const pair = state.current;
-    if (!pair || state.denied) return;
+    if (!pair || state.denied || state.ended) return;
     const failed = state.failed.has(pair.pair_id);
     if (value !== "skip" && failed) return;
     const shownFor = performance.now() - state.shownAt;
@@ -220,7 +244,7 @@
   }
 
   function undo() {
-    if (state.denied) return;
+    if (state.denied || state.ended) return;
     const last = state.outbox[state.outbox.length - 1];
     if (last && last.kind === "label" && !last.inFlight) {
       // Not sent yet: take it back here, the server never saw it.
@@ -262,11 +286,13 @@
     saveOutbox();
     if (op.kind === "label") onLabelAnswer(op, res);
     else onUndoAnswer(res);
+    if (state.ended && state.outbox.length === 0) pollStatus(); // say "done" right away
     pump();
   }
 
   function retryLater() {
-    state.retryMs = Math.min(Math.max(500, state.retryMs * 2), MAX_RETRY_MS);
+    const backoff = Math.min(Math.max(500, state.retryMs * 2), MAX_RETRY_MS);
+    state.retryMs = state.ended && !state.serverGone ? END_RETRY_MS : backoff;
     timers.pump = setTimeout(pump, state.retryMs);
     renderOutbox();
   }
@@ -287,7 +313,10 @@
   }
 
   function onUndoAnswer(res) {
-    if (res.ok && res.data.pair) {
+    if (state.ended) {
+      toast(res.ok ? "Undone" : "Nothing to undo", "info");
+      renderProgress();
+    } else if (res.ok && res.data.pair) {
       if (typeof res.data.labels_done === "number") state.labelsDone = res.data.labels_done;
       bringBack(res.data.pair);
       toast("Undone: pair #" + res.data.pair.pair_id + " is back", "info");
@@ -319,16 +348,76 @@
   }
 
   // -- status --------------------------------------------------------------------------------------
+  // Each poll also reports this page's outbox, so the server knows when it may stop at the end.
   async function pollStatus() {
+    clearTimeout(timers.status);
+    const report = "?outbox=" + state.outbox.length + (state.ended ? "&ended=1" : "");
     try {
-      const res = await api("GET", "/api/status");
+      const res = await api("GET", "/api/status" + report);
       if (res.status === 401 || res.status === 403) return deny(res.data);
-      if (res.ok) renderStatus(res.data);
-      if (res.ok && res.data.ready > 0 && !state.current) fillQueue();
+      if (res.ok) {
+        state.serverGone = false;
+        renderStatus(res.data);
+        if (res.data.closing) enterEnded(res.data);
+        else if (res.data.ready > 0 && !state.current) fillQueue();
+      }
     } catch (err) {
       setText("phase", "server unreachable");
+      if (state.ended) {
+        state.serverGone = true;
+        renderFinished();
+      }
     }
-    setTimeout(pollStatus, POLL_STATUS_MS);
+    clearTimeout(timers.status);
+    timers.status = setTimeout(pollStatus, POLL_STATUS_MS);
+  }
+
+  // -- the end of the run ----------------------------------------------------------------------------
+  function enterEnded(s) {
+    const first = !state.ended;
+    state.ended = s;
+    if (first) {
+      clearTimeout(timers.fill);
+      active.pause();
+      standby.pause();
+      document.body.classList.add("ended");
+      $("finished").hidden = false;
+      state.retryMs = 0;
+      pump(); // unsent answers go now, not after a backoff wait
+      if (state.outbox.length === 0) pollStatus(); // nothing to send: say "done" right away
+    }
+    renderFinished();
+  }
+
+  function renderFinished() {
+    const s = state.ended;
+    if (!s) return;
+    setText("finished-title", ENDED_TITLES[s.phase] || "Labelling has ended");
+    setText("finished-message", s.message || "");
+    const ret = s.latest_true_return;
+    setText("final-return", ret == null ? "-" : ret.toFixed(1));
+    setText("final-labels-used", s.labels_used == null ? "-" : fmt.format(s.labels_used));
+    setText("final-labels-done", state.labelsDone == null ? "-" : fmt.format(state.labelsDone));
+    setText("watch-command", s.watch_command || "tensorboard --logdir runs");
+    $("resume-box").hidden = !s.resume_command;
+    setText("resume-command", s.resume_command || "");
+    renderSaving();
+  }
+
+  function renderSaving() {
+    const n = state.outbox.filter((op) => op.kind === "label").length;
+    const answers = n + (n === 1 ? " answer" : " answers");
+    let text = "Saving " + answers + "...";
+    let kind = "";
+    if (n === 0) {
+      text = "All your answers are saved. Thank you!";
+      kind = "done";
+    } else if (state.serverGone) {
+      text = answers + " could not be sent: this browser keeps them and sends them when the server runs again at this address.";
+      kind = "lost";
+    }
+    setText("finished-saving", text);
+    $("finished-saving").className = "saving " + kind;
   }
 
   const fmt = new Intl.NumberFormat();
@@ -366,6 +455,7 @@
   }
 
   function renderOutbox() {
+    if (state.ended) renderFinished();
     const n = state.outbox.filter((op) => op.kind === "label").length;
     let text = "";
     if (state.retryMs > 0) {

@@ -1,0 +1,117 @@
+"""Access control: the token, the loopback ``Host`` check, the ``Origin`` check, security headers
+and the labeller cookie.
+
+Without a token only loopback ``Host`` headers are answered (DNS rebinding); with one, every
+request must carry it (``?token=`` on the page URL, then an HttpOnly SameSite=Strict cookie, or a
+Bearer header). Cross-origin POSTs are refused (CSRF); there is no CORS.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import secrets
+from urllib.parse import urlsplit
+
+from flask import Flask, Response, g, request
+
+from rlhf.server.state import ApiError, server_state
+
+TOKEN_COOKIE = "rlhf_token"
+LABELLER_COOKIE = "rlhf_labeller"
+_LABELLER_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "media-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+
+
+def install(app: Flask) -> None:
+    """Check every request before any view runs, and add the headers to every response."""
+    app.before_request(check_access)
+    app.after_request(finish_response)
+
+
+def is_loopback(host: str) -> bool:
+    """True for names and addresses that only this machine can reach."""
+    host = host.strip("[]").lower()
+    if host in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _hostname(host_header: str) -> str:
+    host = host_header.strip().lower()
+    if host.startswith("["):  # [::1]:port
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _supplied_token() -> tuple[str | None, bool]:
+    """The token this request carries, and whether it came in the query string."""
+    if "token" in request.args:
+        return request.args.get("token", ""), True
+    auth = request.headers.get("Authorization", "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip(), False
+    return request.cookies.get(TOKEN_COOKIE), False
+
+
+def check_access() -> None:
+    state = server_state()
+    if state.stopped:
+        raise ApiError(503, "stopped", "The labelling server is shutting down.")
+    if state.token is None:
+        # No token means loopback only: refuse foreign Host headers (DNS rebinding).
+        if not is_loopback(_hostname(request.host)):
+            raise ApiError(403, "forbidden_host", "This server only answers on localhost.")
+    else:
+        supplied, from_query = _supplied_token()
+        if not supplied:
+            raise ApiError(
+                401, "token_required", "Open the URL printed in the terminal (with ?token=)."
+            )
+        if not secrets.compare_digest(supplied.encode(), state.token.encode()):
+            raise ApiError(403, "bad_token", "Wrong access token.")
+        g.set_token_cookie = from_query
+    if request.method not in ("GET", "HEAD", "OPTIONS"):
+        origin = request.headers.get("Origin")
+        if origin and urlsplit(origin).netloc.lower() != request.host.lower():
+            raise ApiError(403, "cross_origin", "Cross-origin requests are not allowed.")
+
+
+def finish_response(resp: Response) -> Response:
+    state = server_state()
+    if g.get("set_token_cookie") and state.token:
+        resp.set_cookie(TOKEN_COOKIE, state.token, httponly=True, samesite="Strict", path="/")
+    if g.get("new_labeller"):
+        resp.set_cookie(
+            LABELLER_COOKIE, g.labeller, httponly=True, samesite="Strict", path="/",
+            max_age=365 * 24 * 3600,
+        )  # fmt: skip
+    resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+    resp.headers.setdefault("Referrer-Policy", "no-referrer")
+    resp.headers.setdefault("X-Frame-Options", "DENY")
+    resp.headers.setdefault("Content-Security-Policy", _CSP)
+    if request.path.startswith("/api/"):
+        resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+def labeller(create: bool = True) -> str | None:
+    """This browser's labeller id (cookie); a new one is issued on first use."""
+    if "labeller" in g:
+        return g.labeller
+    value = request.cookies.get(LABELLER_COOKIE, "")
+    if _LABELLER_RE.match(value):
+        g.labeller = value
+    elif create:
+        g.labeller = secrets.token_urlsafe(12)
+        g.new_labeller = True
+    else:
+        return None
+    return g.labeller

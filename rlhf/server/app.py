@@ -1,0 +1,125 @@
+"""The app factory: the page, the API blueprint, access control, and JSON for every error."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.resources
+import logging
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, Response, jsonify, request, send_file
+from werkzeug.exceptions import HTTPException
+
+from rlhf.server import access
+from rlhf.server.api import bp
+from rlhf.server.leases import LEASE_SECONDS, Leases
+from rlhf.server.pages import Pages
+from rlhf.server.state import ApiError, ServerState
+from rlhf.store import LabelStore
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 16 * 1024
+PAGE_FILES = ("index.html", "app.js", "style.css")
+
+
+def web_dir() -> Path:
+    """The folder holding the page (``index.html``, ``app.js``, ``style.css``).
+
+    A wheel carries the checkout's top-level ``web/`` folder as the resource package ``rlhf.web``
+    (see ``pyproject.toml``), found through ``importlib.resources``. An editable install cannot
+    import that package (setuptools' editable finder maps only folders with an ``__init__.py``),
+    so in a checkout the folder is found next to the ``rlhf`` package instead.
+    """
+    with contextlib.suppress(ModuleNotFoundError):
+        index = importlib.resources.files("rlhf.web").joinpath("index.html")
+        if index.is_file():
+            return Path(str(index)).parent
+    checkout = Path(__file__).resolve().parents[2] / "web"
+    if (checkout / "index.html").is_file():
+        return checkout
+    raise FileNotFoundError(f"the labelling page is missing: no rlhf.web package and no {checkout}")
+
+
+def create_app(
+    store: LabelStore,
+    videos_dir: Path,
+    token: str | None = None,
+    total_labels_hint: int | None = None,
+    lease_s: float = LEASE_SECONDS,
+    watch_command: str | None = None,
+) -> Flask:
+    """Build the labelling app.
+
+    Args:
+        store: the run's label store (thread-safe; each request thread opens its own connection).
+        videos_dir: the only directory videos are served from (``<pair_id>.mp4``).
+        token: when set, every request must carry it (query, cookie or Bearer header). When None,
+            only requests with a loopback ``Host`` header are answered.
+        total_labels_hint: labels requested over the run, shown until the trainer reports its own.
+        lease_s: how long a pair handed to one labeller is kept from the others.
+        watch_command: how to watch the run's learning curves, shown when the run has ended.
+    """
+    folder = web_dir()
+    app = Flask(__name__, static_folder=str(folder), static_url_path="/static")
+    app.config.update(
+        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
+        SEND_FILE_MAX_AGE_DEFAULT=None,
+        PROPAGATE_EXCEPTIONS=False,
+        TRAP_HTTP_EXCEPTIONS=False,
+    )
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.extensions["rlhf"] = ServerState(
+        store=store,
+        videos_dir=Path(videos_dir),
+        token=token,
+        total_labels_hint=total_labels_hint,
+        watch_command=watch_command,
+        leases=Leases(lease_s),
+        pages=Pages(),
+    )
+    access.install(app)
+
+    @app.get("/")
+    def index() -> Response:
+        resp = send_file(folder / "index.html", mimetype="text/html", max_age=0)
+        resp.headers["Cache-Control"] = "no-cache"
+        return resp
+
+    app.register_blueprint(bp)
+    app.register_error_handler(ApiError, _api_error)
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(sqlite3.OperationalError, _db_busy)
+    app.register_error_handler(Exception, _unexpected_error)
+    return app
+
+
+def _error_response(status: int, code: str, message: str, **extra: Any) -> Response:
+    resp = jsonify({"error": code, "message": message, **extra})
+    resp.status_code = status
+    return resp
+
+
+def _api_error(err: ApiError) -> Response:
+    return _error_response(err.status, err.code, err.message, **err.extra)
+
+
+def _http_error(err: HTTPException) -> Response:
+    code = (err.name or "error").lower().replace(" ", "_")
+    resp = _error_response(err.code or 500, code, err.description or err.name)
+    if err.code == 405 and err.valid_methods:  # type: ignore[attr-defined]
+        resp.headers["Allow"] = ", ".join(err.valid_methods)  # type: ignore[attr-defined]
+    return resp
+
+
+def _db_busy(err: sqlite3.OperationalError) -> Response:
+    # "database is locked" after the 30 s busy timeout: the page retries, so say "try again".
+    log.warning("label store busy: %s", err)
+    return _error_response(503, "store_busy", "The label store is busy; please retry.")
+
+
+def _unexpected_error(err: Exception) -> Response:
+    log.exception("unexpected error in %s %s", request.method, request.path)
+    return _error_response(500, "internal_error", "Unexpected server error (see the server log).")

@@ -1,0 +1,81 @@
+"""The JSON the page reads: a pair to label, the run's progress, and why there is nothing to do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlhf.server.state import ServerState
+from rlhf.status import STATUS_KEY, Phase, TrainerStatus
+from rlhf.store import LabelStore, PairRecord
+
+ENDED_REASONS = {
+    Phase.FINISHED: "Training has finished: there is nothing left to label. Thank you!",
+    Phase.INTERRUPTED: "Training was interrupted: your labels are saved for when it resumes.",
+    Phase.CRASHED: "Training stopped with an error: your labels are saved.",
+}
+CLOSING_REASON = "The labelling session is ending: your labels are saved. Thank you!"
+
+
+def pair_payload(rec: PairRecord) -> dict[str, Any]:
+    return {"pair_id": rec.id, "video_url": f"/videos/{rec.id}.mp4", "iteration": rec.iteration}
+
+
+def status_payload(state: ServerState) -> dict[str, Any]:
+    """Progress and trainer figures for the page (also the body of ``GET /api/status``).
+
+    The trainer's figures come from its :class:`TrainerStatus` (None before it wrote one);
+    ``closing`` is true during the grace period at the end of a run.
+    """
+    store = state.store
+    counts = store.counts()
+    trainer = TrainerStatus.from_json(store.get_meta(STATUS_KEY))
+    hint = state.total_labels_hint
+    # 0 means the trainer has not said (or asked) yet: then the run's configured total says more.
+    requested = trainer.labels_requested if trainer is not None else 0
+    total = trainer.labels_total if trainer is not None else 0
+
+    def figure(name: str) -> int | float | None:
+        return None if trainer is None else getattr(trainer, name)
+
+    return {
+        "labels_done": counts.labelled,
+        "labels_requested": requested or hint,
+        "total_labels": total or hint,
+        "pending": counts.pending_video,
+        "ready": counts.ready_unlabelled,
+        "equal": counts.equal,
+        "skipped": counts.skipped,
+        "failed": counts.failed,
+        "pairs": counts.pairs,
+        "iteration": figure("iteration"),
+        "env_steps": figure("env_steps"),
+        "total_timesteps": figure("total_timesteps"),
+        "latest_true_return": figure("latest_true_return"),
+        "labels_used": figure("labels_used"),
+        "phase": None if trainer is None else trainer.phase.value,
+        "message": None if trainer is None else trainer.message or None,
+        "resume_command": None if trainer is None else trainer.resume_command,
+        "closing": state.closing,
+        "watch_command": state.watch_command,
+        "run_name": _str_meta(store, "run_name"),
+        "env_id": _str_meta(store, "env_id"),
+    }
+
+
+def _str_meta(store: LabelStore, key: str) -> str | None:
+    value = store.get_meta(key)
+    return value if isinstance(value, str) else None
+
+
+def waiting(status: dict[str, Any], held_elsewhere: bool) -> tuple[str, str]:
+    """(state, reason) shown when there is no pair to label."""
+    phase = Phase(status["phase"]) if status["phase"] else None
+    if status["closing"]:
+        return "finished", ENDED_REASONS.get(phase, CLOSING_REASON)  # type: ignore[arg-type]
+    if status["pending"] > 0:
+        return "rendering", "Rendering the next videos..."
+    if status["ready"] > 0 and held_elsewhere:
+        return "busy", "Every ready pair is already on this page; waiting for new ones..."
+    if phase is Phase.FINISHED:
+        return "finished", ENDED_REASONS[Phase.FINISHED]
+    return "waiting", "Waiting for the trainer to send pairs..."
