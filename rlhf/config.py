@@ -8,24 +8,63 @@ Every field's docstring is its ``--help`` text. The common flags live at the top
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from pathlib import PureWindowsPath
+from typing import Annotated, Any, Literal
 
 import tyro
+
+from rlhf import config_paths
 
 
 class ConfigError(ValueError):
     """A configuration value is out of range; the message is one line for the user."""
 
 
-def _check(cond: bool, message: str) -> None:
+_FIELD = re.compile(r"\{([a-z_.]+)\}")
+
+
+def flag(path: str) -> str:
+    """The ``rlhf train`` flag of a setting: ``query.total_labels`` -> ``--query.total-labels``."""
+    return config_paths.flag(Config, path)
+
+
+def render_flags(template: str) -> str:
+    """``template`` with each ``{path}`` replaced by that setting's flag."""
+    return _FIELD.sub(lambda m: flag(m.group(1)), template)
+
+
+def _check(cond: bool, template: str, suffix: str = "") -> None:
+    """Raise a one-line :class:`ConfigError` unless ``cond``.
+
+    Messages name settings as ``{path}`` (e.g. ``{query.total_labels}``), never as a spelled-out
+    flag, so a message always names the flag ``--help`` shows. ``suffix`` (a user's value) is
+    appended as is, so braces in it are never taken for a setting.
+    """
     if not cond:
-        raise ConfigError(message)
+        raise ConfigError(render_flags(template) + suffix)
+
+
+def check_run_name(name: str) -> None:
+    """Refuse a run name that is not one plain directory name: it must stay inside --runs-dir."""
+    plain = (
+        bool(name)
+        and ".." not in name
+        and not any(c in name for c in "/\\\0")
+        and not PureWindowsPath(name).drive  # C:name would leave runs_dir on Windows
+    )
+    _check(
+        plain,
+        "{run_name} must be a plain directory name (no '/', '\\', '..' or absolute path)",
+        f": {name!r}",
+    )
 
 
 @dataclass(frozen=True)
 class PPOConfig:
-    """PPO hyperparameters (CleanRL ``ppo_continuous_action`` defaults)."""
+    """PPO hyperparameters (CleanRL ppo_continuous_action defaults)."""
 
     learning_rate: float = 3e-4
     """Adam learning rate."""
@@ -53,7 +92,7 @@ class PPOConfig:
     """Value loss coefficient."""
     max_grad_norm: float = 0.5
     """Global gradient-norm clip."""
-    target_kl: float | None = None
+    target_kl: Annotated[float | None, tyro.conf.arg(metavar="FLOAT")] = None
     """Stop an update early when the approximate KL exceeds this (None: never)."""
     hidden_size: int = 64
     """Width of the two hidden layers of actor and critic."""
@@ -63,15 +102,15 @@ class PPOConfig:
     """Scale the reward PPO trains on by a running std of the discounted return, then clip to +-10."""
 
     def validate(self) -> None:
-        _check(self.learning_rate > 0, "--learning-rate must be > 0")
-        _check(self.num_steps >= 1, "--num-steps must be >= 1")
-        _check(0 <= self.gamma <= 1, "--gamma must be in [0, 1]")
-        _check(0 <= self.gae_lambda <= 1, "--gae-lambda must be in [0, 1]")
-        _check(self.num_minibatches >= 1, "--num-minibatches must be >= 1")
-        _check(self.update_epochs >= 1, "--update-epochs must be >= 1")
-        _check(self.clip_coef > 0, "--clip-coef must be > 0")
-        _check(self.max_grad_norm > 0, "--max-grad-norm must be > 0")
-        _check(self.hidden_size >= 1, "--hidden-size must be >= 1")
+        _check(self.learning_rate > 0, "{ppo.learning_rate} must be > 0")
+        _check(self.num_steps >= 1, "{ppo.num_steps} must be >= 1")
+        _check(0 <= self.gamma <= 1, "{ppo.gamma} must be in [0, 1]")
+        _check(0 <= self.gae_lambda <= 1, "{ppo.gae_lambda} must be in [0, 1]")
+        _check(self.num_minibatches >= 1, "{ppo.num_minibatches} must be >= 1")
+        _check(self.update_epochs >= 1, "{ppo.update_epochs} must be >= 1")
+        _check(self.clip_coef > 0, "{ppo.clip_coef} must be > 0")
+        _check(self.max_grad_norm > 0, "{ppo.max_grad_norm} must be > 0")
+        _check(self.hidden_size >= 1, "{ppo.hidden_size} must be >= 1")
 
 
 @dataclass(frozen=True)
@@ -101,11 +140,11 @@ class RewardConfig:
     (the first labels always train). Bounds reward-training time over a run."""
 
     def validate(self) -> None:
-        _check(self.ensemble_size >= 1, "--reward-model.ensemble-size must be >= 1")
-        _check(0 <= self.dropout < 1, "--reward-model.dropout must be in [0, 1)")
-        _check(0 <= self.val_fraction < 1, "--reward-model.val-fraction must be in [0, 1)")
-        _check(self.batch_size >= 1, "--reward-model.batch-size must be >= 1")
-        _check(self.max_epochs >= 1, "--reward-model.max-epochs must be >= 1")
+        _check(self.ensemble_size >= 1, "{reward_model.ensemble_size} must be >= 1")
+        _check(0 <= self.dropout < 1, "{reward_model.dropout} must be in [0, 1)")
+        _check(0 <= self.val_fraction < 1, "{reward_model.val_fraction} must be in [0, 1)")
+        _check(self.batch_size >= 1, "{reward_model.batch_size} must be >= 1")
+        _check(self.max_epochs >= 1, "{reward_model.max_epochs} must be >= 1")
 
 
 @dataclass(frozen=True)
@@ -126,11 +165,11 @@ class QueryConfig:
     """Candidates drawn per requested pair before ranking."""
 
     def validate(self) -> None:
-        _check(self.total_labels >= 0, "--total-labels must be >= 0")
-        _check(0 <= self.initial_fraction <= 1, "--query.initial-fraction must be in [0, 1]")
-        _check(self.segment_length >= 1, "--segment-length must be >= 1")
-        _check(self.oversample >= 1, "--query.oversample must be >= 1")
-        _check(self.pool_size >= 2, "--query.pool-size must be >= 2")
+        _check(self.total_labels >= 0, "{query.total_labels} must be >= 0")
+        _check(0 <= self.initial_fraction <= 1, "{query.initial_fraction} must be in [0, 1]")
+        _check(self.segment_length >= 1, "{query.segment_length} must be >= 1")
+        _check(self.oversample >= 1, "{query.oversample} must be >= 1")
+        _check(self.pool_size >= 2, "{query.pool_size} must be >= 2")
 
 
 @dataclass(frozen=True)
@@ -153,11 +192,11 @@ class TeacherConfig:
     (0: never, but for exact ties when beta is inf)."""
 
     def validate(self) -> None:
-        _check(self.beta >= 0, "--teacher.beta must be >= 0")
-        _check(0 < self.gamma <= 1, "--teacher.gamma must be in (0, 1]")
-        _check(0 <= self.mistake <= 1, "--teacher.mistake must be in [0, 1]")
-        _check(self.skip_threshold >= 0, "--teacher.skip-threshold must be >= 0")
-        _check(self.equal_threshold >= 0, "--teacher.equal-threshold must be >= 0")
+        _check(self.beta >= 0, "{teacher.beta} must be >= 0")
+        _check(0 < self.gamma <= 1, "{teacher.gamma} must be in (0, 1]")
+        _check(0 <= self.mistake <= 1, "{teacher.mistake} must be in [0, 1]")
+        _check(self.skip_threshold >= 0, "{teacher.skip_threshold} must be >= 0")
+        _check(self.equal_threshold >= 0, "{teacher.equal_threshold} must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -172,15 +211,16 @@ class VideoConfig:
     """Render shadows (slow on software GL)."""
     reflections: bool = False
     """Render floor reflections (slow on software GL)."""
-    fps: float | None = None
+    fps: Annotated[float | None, tyro.conf.arg(metavar="FLOAT")] = None
     """Frames per second; None plays the segment at real time (1 / env dt)."""
     ready_ahead: int = 4
     """Pairs the render worker keeps ready ahead of the labeller."""
 
     def validate(self) -> None:
-        _check(self.width >= 16 and self.height >= 16, "--video.width/height must be >= 16")
-        _check(self.fps is None or self.fps > 0, "--video.fps must be > 0")
-        _check(self.ready_ahead >= 1, "--video.ready-ahead must be >= 1")
+        _check(self.width >= 16, "{video.width} must be >= 16")
+        _check(self.height >= 16, "{video.height} must be >= 16")
+        _check(self.fps is None or self.fps > 0, "{video.fps} must be > 0")
+        _check(self.ready_ahead >= 1, "{video.ready_ahead} must be >= 1")
 
 
 @dataclass(frozen=True)
@@ -191,7 +231,7 @@ class WebConfig:
     """Interface to bind. Anything but loopback requires the printed token."""
     port: int = 0
     """Port to bind; 0 picks a free one."""
-    token: str | None = None
+    token: Annotated[str | None, tyro.conf.arg(metavar="TOKEN")] = None
     """Access token; generated when the host is not loopback and none is given."""
     open_browser: bool = False
     """Open the labelling page in the default browser when the server starts."""
@@ -199,8 +239,8 @@ class WebConfig:
     """Seconds the labelling server keeps accepting answers still in flight after the run ends."""
 
     def validate(self) -> None:
-        _check(0 <= self.port <= 65535, "--port must be in [0, 65535]")
-        _check(self.finish_grace >= 0, "--finish-grace must be >= 0")
+        _check(0 <= self.port <= 65535, "{web.port} must be in [0, 65535]")
+        _check(self.finish_grace >= 0, "{web.finish_grace} must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -213,8 +253,8 @@ class Config:
     """Environment steps over the whole run (all envs together)."""
     seed: int = 1
     """One seed makes the whole run reproducible."""
-    run_name: str | None = None
-    """Name of the run directory; default ``<env>__<reward>__<seed>__<timestamp>``."""
+    run_name: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
+    """Name of the run directory; default <env>__<reward>__<seed>__<timestamp>."""
     runs_dir: str = "runs"
     """Parent directory of run directories."""
     reward: Literal["learned", "env"] = "learned"
@@ -231,9 +271,10 @@ class Config:
     """Torch CPU threads in the trainer (1 is fastest on small, shared machines)."""
     progress: bool = True
     """Show a tqdm progress bar."""
-    resume: str | None = None
+    resume: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
     """Continue the run in this directory (e.g. runs/NAME) from its last checkpoint, with its
-    stored configuration; only --total-timesteps and --query.total-labels may be raised."""
+    stored configuration. Flags may raise --total-timesteps and --query.total-labels and change
+    this session's settings (--device, --progress, --port ...); any other change is refused."""
     checkpoint_every: int = 0
     """Write a checkpoint every this many PPO iterations; 0: about every --checkpoint-minutes."""
     checkpoint_minutes: float = 5.0
@@ -253,14 +294,16 @@ class Config:
 
     def validate(self) -> Config:
         """Raise :class:`ConfigError` with a one-line message on the first bad value."""
-        _check(self.total_timesteps >= 1, "--total-timesteps must be >= 1")
-        _check(self.num_envs >= 1, "--num-envs must be >= 1")
-        _check(self.torch_threads >= 1, "--torch-threads must be >= 1")
-        _check(self.checkpoint_every >= 0, "--checkpoint-every must be >= 0")
-        _check(self.checkpoint_minutes > 0, "--checkpoint-minutes must be > 0")
+        if self.run_name is not None:
+            check_run_name(self.run_name)
+        _check(self.total_timesteps >= 1, "{total_timesteps} must be >= 1")
+        _check(self.num_envs >= 1, "{num_envs} must be >= 1")
+        _check(self.torch_threads >= 1, "{torch_threads} must be >= 1")
+        _check(self.checkpoint_every >= 0, "{checkpoint_every} must be >= 0")
+        _check(self.checkpoint_minutes > 0, "{checkpoint_minutes} must be > 0")
         _check(
             self.ppo.num_steps * self.num_envs >= self.ppo.num_minibatches,
-            "--num-steps x --num-envs must be >= --num-minibatches",
+            "{ppo.num_steps} x {num_envs} must be >= {ppo.num_minibatches}",
         )
         for section in (
             self.ppo,
@@ -278,5 +321,19 @@ class Config:
         """Transitions per PPO rollout (all envs)."""
         return self.ppo.num_steps * self.num_envs
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Config:
+        """The config :meth:`to_dict` produced (e.g. read back from a run's ``config.json``).
+
+        Keys missing from ``data`` keep their defaults (files written before a setting existed).
+
+        Raises:
+            ConfigError: unknown keys (all named in one line) or a value of the wrong type.
+        """
+        try:
+            return config_paths.build(cls, data)
+        except config_paths.UnreadableConfig as exc:
+            raise ConfigError(str(exc)) from None

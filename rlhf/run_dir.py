@@ -3,11 +3,34 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rlhf.config import Config, ConfigError
+from rlhf.config import Config, ConfigError, check_run_name, flag
+from rlhf.config_paths import get, leaf_paths
+
+SESSION_ONLY = frozenset(
+    {
+        "progress",
+        "device",
+        "torch_threads",
+        "feedback_wait",
+        "checkpoint_every",
+        "checkpoint_minutes",
+        "web.host",
+        "web.port",
+        "web.token",
+        "web.open_browser",
+        "web.finish_grace",
+    }
+)
+"""Settings that shape only the session, not the run's results: free to change on --resume."""
+
+RAISE_ONLY = frozenset({"total_timesteps", "query.total_labels"})
+"""Budgets a resumed run may extend, never shrink (what was spent is spent)."""
 
 
 @dataclass(frozen=True)
@@ -46,19 +69,102 @@ class RunDir:
 
 
 def default_run_name(cfg: Config) -> str:
+    # A namespaced env id ("ns/Name-v0") must not become a subdirectory.
+    env = cfg.env_id.replace("/", "-").replace("\\", "-")
     source = "env" if cfg.reward == "env" else cfg.feedback
-    return f"{cfg.env_id}__{source}__{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+    return f"{env}__{source}__{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def create_run_dir(cfg: Config) -> RunDir:
-    """Make a fresh run directory and write ``config.json``; refuses to overwrite a finished run."""
-    run = RunDir(Path(cfg.runs_dir) / (cfg.run_name or default_run_name(cfg)))
+    """Make a fresh run directory and write ``config.json``; refuses to overwrite a finished run.
+
+    Raises:
+        ConfigError: the name would leave ``runs_dir`` (``..``, a separator, an absolute path),
+            or the run already exists.
+    """
+    name = cfg.run_name if cfg.run_name is not None else default_run_name(cfg)
+    check_run_name(name)  # here too, for callers that never ran Config.validate
+    run = RunDir(Path(cfg.runs_dir) / name)
     if run.config.exists():
         raise ConfigError(f"run directory {run.root} already exists; choose another --run-name")
     for path in (run.root, run.tb, run.videos, run.checkpoints):
         path.mkdir(parents=True, exist_ok=True)
-    run.config.write_text(json.dumps(cfg.to_dict(), indent=2, default=str) + "\n")
+    write_config(run, cfg)
     return run
+
+
+def write_config(run: RunDir, cfg: Config) -> None:
+    """(Re)write ``config.json`` atomically: readers see the old file or the new, never a torn one.
+
+    A resumed run with a raised budget stores its new config this way; the file is synced before
+    the rename so a power cut cannot leave an empty ``config.json`` behind.
+    """
+    text = json.dumps(cfg.to_dict(), indent=2, default=str) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=".config.", suffix=".json", dir=run.root)
+    try:
+        with os.fdopen(fd, "w") as f:
+            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it private; config.json never was
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, run.config)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_config(path: str | Path) -> Config:
+    """The configuration stored in run directory ``path`` (for ``--resume``); one-line errors."""
+    run = RunDir(Path(path))
+    if not run.root.is_dir():
+        raise ConfigError(f"--resume {path}: no such run directory")
+    try:
+        text = run.config.read_text()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"--resume {path}: no config.json in it (is it a run directory?)"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"--resume {path}: cannot read config.json ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"--resume {path}: config.json is not valid JSON ({exc})") from None
+    try:
+        return Config.from_dict(data)
+    except ConfigError as exc:
+        raise ConfigError(f"--resume {path}: config.json: {exc}") from None
+
+
+def resumed_config(root: Path, stored: Config, given: Config) -> Config:
+    """The config of a resumed run: ``given`` (the command line parsed over ``stored``) checked.
+
+    Only :data:`SESSION_ONLY` settings may change and :data:`RAISE_ONLY` ones rise; the run keeps
+    its directory, so ``run_name``/``runs_dir`` are its name and parent. ``resume`` is ``root``.
+
+    Raises:
+        ConfigError: naming the first flag that would change the run.
+    """
+    if given.run_name != root.name:
+        raise ConfigError(f"{flag('run_name')} must be {root.name!r} (the resumed run) or absent")
+    if Path(given.runs_dir).resolve() != root.parent.resolve():
+        raise ConfigError(f"{flag('runs_dir')} must be {str(root.parent)!r} or absent on --resume")
+    for path in leaf_paths(Config):
+        old, new = get(stored, path), get(given, path)
+        if path in SESSION_ONLY | {"run_name", "runs_dir", "resume"} or new == old:
+            continue
+        if path in RAISE_ONLY and new > old:
+            continue
+        verb = "be lowered" if path in RAISE_ONLY else "change"
+        raise ConfigError(
+            f"{flag(path)} cannot {verb} on --resume (the run was started with {_shown(old)})"
+        )
+    return replace(given, run_name=root.name, runs_dir=str(root.parent), resume=str(root))
+
+
+def _shown(value: object) -> str:
+    """A stored value as it would be typed on the command line."""
+    return " ".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
 def open_run_dir(path: str | Path) -> RunDir:

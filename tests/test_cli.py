@@ -1,12 +1,18 @@
-"""Bad command-line input: exit code 2 and one line on stderr, never a traceback."""
+"""Bad command-line input: exit code 2 and one line on stderr, never a traceback; --resume."""
 
 from __future__ import annotations
 
+import dataclasses
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from rlhf.cli import parse
+from rlhf.config import Config, QueryConfig
+from rlhf.run_dir import create_run_dir
 
 
 def _rlhf(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -26,7 +32,21 @@ def _rlhf(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         (["train", "--num-envs", "0"], "--num-envs must be >= 1"),
         (["train", "--reward", "magic"], "--reward"),
         (["serve", "--run", "does/not/exist"], "not a run directory"),
-        (["fly"], "fly"),
+        (["fly"], "unknown command 'fly'; choose one of: train, serve"),
+        (
+            ["train", "--total-label", "3"],
+            "rlhf: error: unrecognized flag --total-label; did you mean --query.total-labels?",
+        ),
+        (["train", "--gama=0.5"], "unrecognized flag --gama; did you mean --gamma?"),
+        (["serve", "--run", "x", "--prot", "80"], "unrecognized flag --prot; did you mean --port?"),
+        (["train", "--query.total-labels", "-1"], "--query.total-labels must be >= 0"),
+        (["train", "--query.segment-length", "0"], "--query.segment-length must be >= 1"),
+        (["train", "--video.height", "8"], "--video.height must be >= 16"),
+        (["train", "--run-name", "../outside"], "--run-name must be a plain directory name"),
+        (["train", "--run-name", "a/b"], "--run-name must be a plain directory name"),
+        (["train", "--run-name", "/abs"], "--run-name must be a plain directory name"),
+        (["train", "--run-name", "a\\b"], "--run-name must be a plain directory name"),
+        (["train", "--resume", "runs/missing"], "--resume runs/missing: no such run directory"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(
@@ -58,3 +78,100 @@ def test_help_lists_the_common_flags(tmp_path: Path) -> None:
         "--num-steps",
     ):
         assert flag in result.stdout, flag
+
+
+def _stored_run(tmp_path: Path) -> Config:
+    cfg = Config(
+        runs_dir=str(tmp_path / "runs"),
+        run_name="r1",
+        total_timesteps=1000,
+        query=QueryConfig(total_labels=50),
+        progress=False,
+    )
+    create_run_dir(cfg)
+    return cfg
+
+
+def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as info:
+        parse(argv)
+    assert info.value.code == 2
+    [line] = capsys.readouterr().err.splitlines()
+    return line
+
+
+def test_resume_without_flags_is_exactly_the_stored_run(tmp_path: Path) -> None:
+    stored = _stored_run(tmp_path)
+    resume = str(tmp_path / "runs" / "r1")
+    assert parse(["train", "--resume", resume]) == dataclasses.replace(stored, resume=resume)
+
+
+def test_resume_may_raise_budgets_and_change_session_flags(tmp_path: Path) -> None:
+    _stored_run(tmp_path)
+    cfg = parse(
+        ["train", "--resume", str(tmp_path / "runs" / "r1"), "--total-timesteps", "5000",
+         "--query.total-labels", "80", "--port", "8123", "--progress", "--device", "cpu",
+         "--checkpoint-minutes", "1", "--run-name", "r1"]
+    )  # fmt: skip
+    assert isinstance(cfg, Config)
+    assert (cfg.total_timesteps, cfg.query.total_labels) == (5000, 80)
+    assert (cfg.web.port, cfg.progress, cfg.device, cfg.checkpoint_minutes) == (
+        8123,
+        True,
+        "cpu",
+        1,
+    )
+    assert cfg.ppo == Config().ppo and cfg.run_name == "r1"
+
+
+@pytest.mark.parametrize(
+    ("flags", "line"),
+    [
+        (["--gamma", "0.5"], "--gamma cannot change on --resume (the run was started with 0.99)"),
+        (
+            ["--total-timesteps", "999"],
+            "--total-timesteps cannot be lowered on --resume (the run was started with 1000)",
+        ),
+        (
+            ["--query.total-labels", "10"],
+            "--query.total-labels cannot be lowered on --resume (the run was started with 50)",
+        ),
+        (
+            ["--reward-model.hidden-sizes", "8"],
+            "--reward-model.hidden-sizes cannot change on --resume (the run was started with 64 64)",
+        ),
+        (["--env-id", "Hopper-v5"], "--env-id cannot change on --resume"),
+        (["--run-name", "other"], "--run-name must be 'r1' (the resumed run) or absent"),
+        (["--runs-dir", "elsewhere"], "--runs-dir must be"),
+    ],
+)
+def test_resume_refuses_flags_that_change_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], line: str
+) -> None:
+    _stored_run(tmp_path)
+    refused = _refused(["train", "--resume", str(tmp_path / "runs" / "r1"), *flags], capsys)
+    assert refused.startswith(f"rlhf: error: {line}")
+
+
+def test_resume_of_a_directory_without_config_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "empty").mkdir()
+    line = _refused(["train", "--resume", str(tmp_path / "empty")], capsys)
+    assert line.endswith("no config.json in it (is it a run directory?)")
+
+
+def test_a_store_from_a_newer_rlhf_is_one_line(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    con = sqlite3.connect(run / "labels.sqlite")
+    con.execute("PRAGMA user_version = 7")
+    con.execute("CREATE TABLE future(x)")
+    con.commit()
+    con.close()
+    result = _rlhf("serve", "--run", str(run), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"rlhf: error: {run / 'labels.sqlite'} was written by a newer rlhf (store schema 7;"
+        " this rlhf reads up to 1): upgrade rlhf"
+    )

@@ -1,0 +1,75 @@
+"""Run directories: names stay inside runs_dir, config.json is rewritten atomically and read back."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from rlhf.config import Config, ConfigError
+from rlhf.run_dir import RunDir, create_run_dir, read_config, write_config
+
+
+@pytest.mark.parametrize("name", ["..", "../escape", "a/b", "a\\b", "/tmp/abs", "C:evil", ""])
+def test_create_run_dir_refuses_names_that_leave_runs_dir(tmp_path: Path, name: str) -> None:
+    runs = tmp_path / "deep" / "runs"
+    with pytest.raises(ConfigError, match="--run-name must be a plain directory name"):
+        create_run_dir(Config(runs_dir=str(runs), run_name=name))
+    assert not (tmp_path / "deep").exists()  # nothing made, inside or outside
+
+
+def test_default_run_name_of_a_namespaced_env_is_one_directory(tmp_path: Path) -> None:
+    run = create_run_dir(Config(runs_dir=str(tmp_path), env_id="ns/Thing-v0"))
+    assert run.root.parent == tmp_path and run.name.startswith("ns-Thing-v0__")
+
+
+def test_write_config_replaces_the_file_and_reads_back(tmp_path: Path) -> None:
+    cfg = Config(runs_dir=str(tmp_path), run_name="r", total_timesteps=100)
+    run = create_run_dir(cfg)
+    assert read_config(run.root) == cfg
+    raised = dataclasses.replace(cfg, total_timesteps=500)
+    write_config(run, raised)
+    assert read_config(run.root) == raised
+    assert sorted(p.name for p in run.root.iterdir() if p.is_file()) == ["config.json"]
+    assert (run.config.stat().st_mode & 0o777) == 0o644
+
+
+def test_write_config_that_fails_leaves_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = Config(runs_dir=str(tmp_path), run_name="r")
+    run = create_run_dir(cfg)
+    before = run.config.read_bytes()
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        write_config(run, dataclasses.replace(cfg, total_timesteps=5))
+    assert run.config.read_bytes() == before
+    assert sorted(p.name for p in run.root.iterdir() if p.is_file()) == ["config.json"]
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (None, "no config.json in it"),
+        ("{not json", "config.json is not valid JSON"),
+        (json.dumps({"seed": 1, "colour": "red"}), "config.json: unknown settings colour"),
+        (json.dumps({"seed": "one"}), "config.json: seed has a value"),
+    ],
+)
+def test_read_config_errors_are_one_line(tmp_path: Path, content: str | None, needle: str) -> None:
+    run = RunDir(tmp_path / "r")
+    run.root.mkdir()
+    if content is not None:
+        run.config.write_text(content)
+    with pytest.raises(ConfigError) as info:
+        read_config(run.root)
+    assert needle in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(ConfigError, match="no such run directory"):
+        read_config(tmp_path / "missing")
