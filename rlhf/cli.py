@@ -7,29 +7,36 @@ Every user error (bad flag, wrong env id, out-of-range value) is one line on std
 from __future__ import annotations
 
 import contextlib
+import difflib
 import io
 import os
 import re
 import sys
-from dataclasses import dataclass, field
-from typing import Annotated
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Annotated, TypeVar
 
 import tyro
 
+from rlhf import config_paths
 from rlhf.config import Config, ConfigError, VideoConfig, WebConfig
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Serve:
     """rlhf serve: label an existing run's pending pairs in the browser, without training."""
 
-    run: str
+    run: Annotated[str, tyro.conf.arg(metavar="DIR")]
     """The run directory, e.g. runs/HalfCheetah-v5__human__1__20261122-101500."""
     web: Annotated[WebConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=WebConfig)
     """Web server settings: --host, --port, --token, --open-browser."""
     video: VideoConfig = field(default_factory=VideoConfig)
     """Video rendering settings."""
 
+
+COMMANDS: dict[str, type] = {"train": Config, "serve": Serve}
 
 Command = (
     Annotated[Config, tyro.conf.subcommand("train", prefix_name=False)]
@@ -44,16 +51,91 @@ def fail(message: str) -> None:
 
 
 def parse(argv: list[str]) -> Config | Serve:
-    """Parse ``argv`` with tyro, condensing its multi-line error box into one line."""
+    """The command ``argv`` asks for, validated; any user error exits through :func:`fail`."""
+    if argv and not argv[0].startswith("-"):
+        if argv[0] not in COMMANDS:
+            fail(f"unknown command {argv[0]!r}; choose one of: {', '.join(COMMANDS)}")
+        _refuse_unknown_flags(argv[0], argv[1:])
+    see = f"rlhf {argv[0]}" if argv and argv[0] in COMMANDS else "rlhf"
+    command = _tyro(Command, argv, "rlhf", see)
+    if isinstance(command, Config):
+        try:
+            if command.resume is not None:
+                command = _resume(argv[1:], Path(command.resume))
+            command.validate()
+        except ConfigError as exc:
+            fail(str(exc))
+    return command
+
+
+def _resume(args: list[str], root: Path) -> Config:
+    """``rlhf train --resume DIR [flags]``: the stored config, with the flags that may change."""
+    from rlhf.run_dir import read_config, resumed_config
+
+    if root.name in ("", ".", ".."):  # "--resume ." names the run by its real directory name
+        root = root.resolve()
+    stored = read_config(root)
+    # Parsing over the stored config makes an absent flag mean "as the run was started".
+    base = replace(stored, run_name=root.name, runs_dir=str(root.parent), resume=str(root))
+    given = _tyro(Config, args, "rlhf train", "rlhf train", default=base)
+    return resumed_config(root, stored, given)
+
+
+def _tyro(kind: object, args: list[str], prog: str, see: str, default: T | None = None) -> T:
+    """Parse with tyro, condensing its multi-line error box into one line (``see``: whose help)."""
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):
-            return tyro.cli(Command, args=argv, prog="rlhf", console_outputs=True)
+            # No default= at all unless given: tyro warns that None is not a Config or a Serve.
+            extra = {} if default is None else {"default": default}
+            return tyro.cli(kind, args=args, prog=prog, console_outputs=True, **extra)
     except SystemExit as exc:
         if exc.code in (0, None):
             raise
-        fail(_one_line(captured.getvalue()))
+        fail(f"{_one_line(captured.getvalue())} (see {see} --help)")
     raise AssertionError("unreachable")
+
+
+def known_flags(root: type) -> set[str]:
+    """Every flag ``rlhf <command> --help`` lists for the command whose dataclass is ``root``."""
+    flags = {"-h", "--help"}
+    for path in config_paths.leaf_paths(root):
+        name = config_paths.flag(root, path)
+        flags.add(name)
+        if config_paths.is_bool(root, path):  # tyro's negation: --x -> --no-x, --a.x -> --a.no-x
+            head, dot, leaf = name[2:].rpartition(".")
+            flags.add(f"--{head}{dot}no-{leaf}")
+    return flags
+
+
+def _refuse_unknown_flags(command: str, args: list[str]) -> None:
+    """One line naming an unknown flag and the closest known one (tyro prints a help fragment)."""
+    known = known_flags(COMMANDS[command])
+    for arg in args:
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0]
+        # tyro also accepts underscores (--env_id); so do we.
+        if not name.startswith("--") or name.replace("_", "-") in known:
+            continue
+        guess = _closest(name.replace("_", "-"), known)
+        hint = f"; did you mean {guess}?" if guess else f" (see rlhf {command} --help)"
+        fail(f"unrecognized flag {name}{hint}")
+
+
+def _closest(name: str, known: set[str]) -> str | None:
+    """The known flag most like ``name``, whole or by its last part (--total-label finds
+    --query.total-labels); None when nothing is close."""
+
+    def score(candidate: str) -> tuple[float, float]:
+        whole = difflib.SequenceMatcher(None, name, candidate).ratio()
+        tail = difflib.SequenceMatcher(
+            None, name[2:].rpartition(".")[2], candidate[2:].rpartition(".")[2]
+        ).ratio()
+        return max(whole, tail), whole
+
+    best = max(sorted(known - {"-h"}), key=score)
+    return best if score(best)[0] >= 0.75 else None
 
 
 def _one_line(text: str) -> str:
@@ -68,7 +150,7 @@ def _one_line(text: str) -> str:
         if line and not line.lower().startswith("usage:"):
             lines.append(line)
     gist = re.sub(r"\s+", " ", " ".join(lines)).strip()
-    return (gist or "invalid command line") + " (see rlhf train --help)"
+    return gist or "invalid command line"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -80,14 +162,16 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(command, Serve):
             _serve(command)
         else:
-            from rlhf.loop import run
+            from rlhf.runner import run
 
             run(command)
     except ConfigError as exc:
         fail(str(exc))
-    except KeyboardInterrupt:
-        print("rlhf: interrupted; every stored label is kept", file=sys.stderr)
-        raise SystemExit(130) from None
+    except KeyboardInterrupt as exc:
+        # A run stops on Ctrl-C with a checkpoint and says how to resume (RunInterrupted).
+        message = getattr(exc, "message", "interrupted; every stored label is kept")
+        print(f"rlhf: {message}", file=sys.stderr)
+        raise SystemExit(getattr(exc, "exit_code", 130)) from None
 
 
 def _serve(command: Serve) -> None:
@@ -95,6 +179,6 @@ def _serve(command: Serve) -> None:
 
     command.web.validate()
     run_dir = open_run_dir(command.run)
-    from rlhf.server import serve_run
+    from rlhf.feedback.session import serve_run
 
     serve_run(run_dir.root, command.web, command.video)

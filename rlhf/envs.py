@@ -45,6 +45,23 @@ def check_env_id(env_id: str) -> None:
     raise EnvError(f"unknown environment id {env_id!r}{hint}")
 
 
+def check_env(env_id: str) -> None:
+    """Fail with one line, before a run makes anything, unless ``env_id`` is usable here."""
+    check_env_id(env_id)
+    env = gym.make(env_id)
+    try:
+        _check_spaces(env_id, env.action_space, env.observation_space)
+    finally:
+        env.close()
+
+
+def _check_spaces(env_id: str, action: gym.Space, observation: gym.Space) -> None:
+    if not isinstance(action, gym.spaces.Box):
+        raise EnvError(f"{env_id} has {action}; rlhf needs continuous (Box) actions")
+    if not isinstance(observation, gym.spaces.Box):
+        raise EnvError(f"{env_id} has a non-Box observation space; rlhf needs flat vectors")
+
+
 def make_vec_env(env_id: str, num_envs: int, seed: int) -> gym.vector.SyncVectorEnv:
     """A synchronous vector env with gymnasium's default next-step autoreset.
 
@@ -53,14 +70,11 @@ def make_vec_env(env_id: str, num_envs: int, seed: int) -> gym.vector.SyncVector
     """
     check_env_id(env_id)
     envs = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(num_envs)])
-    if not isinstance(envs.single_action_space, gym.spaces.Box):
+    try:
+        _check_spaces(env_id, envs.single_action_space, envs.single_observation_space)
+    except EnvError:
         envs.close()
-        raise EnvError(
-            f"{env_id} has {envs.single_action_space}; rlhf needs continuous (Box) actions"
-        )
-    if not isinstance(envs.single_observation_space, gym.spaces.Box):
-        envs.close()
-        raise EnvError(f"{env_id} has a non-Box observation space; rlhf needs flat vectors")
+        raise
     envs.action_space.seed(seed)
     return envs
 

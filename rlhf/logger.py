@@ -13,10 +13,22 @@ from tqdm import tqdm
 class Logger:
     """Writes scalars to TensorBoard and keeps the latest value of each for the progress bar."""
 
-    def __init__(self, log_dir: Path, total_steps: int, progress: bool = True) -> None:
-        self.writer = SummaryWriter(str(log_dir))
+    def __init__(
+        self, log_dir: Path, total_steps: int, progress: bool = True, start_step: int = 0
+    ) -> None:
+        """``start_step`` > 0 continues a resumed run: TensorBoard hides whatever the interrupted
+        session logged after that step (the checkpoint did not keep it), so each curve goes on
+        from where the checkpoint left it. Everything an iteration logs carries the step count
+        at its end, which is the step its checkpoint records."""
+        self.writer = SummaryWriter(str(log_dir), purge_step=start_step + 1 if start_step else None)
         self.latest: dict[str, float] = {}
-        self.bar = tqdm(total=total_steps, unit="step", disable=not progress, dynamic_ncols=True)
+        self.bar = tqdm(
+            total=total_steps,
+            initial=start_step,
+            unit="step",
+            disable=not progress,
+            dynamic_ncols=True,
+        )
 
     def hparams_text(self, config: dict) -> None:
         """The whole config as a markdown table under the TEXT tab, as CleanRL does."""

@@ -1,202 +1,278 @@
-"""run(cfg): the one place that knows every stage of the loop.
+"""Deep RL from human preferences (Christiano et al. 2017), one stage after another.
 
-collect rollout -> reward (env or learned) -> PPO update, and with a learned reward:
-rollout -> segments -> pool -> query selection -> feedback -> reward ensemble training.
+Each PPO iteration (:func:`train`):
+
+1. collect a rollout with the current policy;
+2. with a learned reward (:func:`learned_rewards`): cut the rollout into segments for the pool,
+   ask the schedule how many queries are due, select the pairs the ensemble disagrees on most,
+   hand them to the feedback source, read the labels from the store, retrain the ensemble when
+   the labels grew, and score the rollout with it;
+3. update PPO on those rewards (it never learns where they come from);
+4. log, and write a checkpoint when one is due.
+
+This is the only module that knows both the agent and the reward learner: it also builds a
+run's parts, and saves and restores their state. A run's life around the loop (start or resume,
+stop on Ctrl-C with a checkpoint, finish) is :mod:`rlhf.runner`.
 """
 
 from __future__ import annotations
 
-import json
-import random
+import contextlib
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from rlhf.agent.collector import PolicyRollout, RolloutCollector
 from rlhf.agent.learner import PPOLearner
-from rlhf.config import Config
+from rlhf.checkpoint import rng_state, save_atomic, save_checkpoint, set_rng_state
+from rlhf.config import Config, ConfigError
 from rlhf.envs import make_vec_env
+from rlhf.lifecycle import CheckpointClock, Progress, StopSignals
 from rlhf.logger import Logger
-from rlhf.run_dir import RunDir, create_run_dir
+from rlhf.preferences import Preferences, open_preferences
+from rlhf.report import log_iteration, log_labels, log_reward_quality, trainer_status
+from rlhf.reward.select import select_pairs
+from rlhf.run_dir import RunDir
+from rlhf.segments import cut_segments
+from rlhf.status import STATUS_KEY, Phase
 
 RewardFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(raw obs (B, obs_dim), applied actions (B, act_dim)) -> rewards (B,)."""
 
-
-@dataclass(frozen=True)
-class Summary:
-    """What ``summary.json`` holds at the end of a run."""
-
-    env_id: str
-    seed: int
-    run_name: str
-    reward: str
-    feedback: str | None
-    env_steps: int
-    wall_seconds: float
-    sps: float
-    final_true_return: float | None
-    episodes: int
-    labels_used: int
-    reward_val_accuracy: float | None
+LAST_CHECKPOINT = "last.pt"
+"""The run's latest checkpoint, in ``checkpoints/``."""
 
 
-def resolve_device(name: str) -> torch.device:
+@dataclass
+class Trainer:
+    """Everything a run holds while it trains."""
+
+    cfg: Config
+    run_dir: RunDir
+    logger: Logger
+    stop: StopSignals
+    agent: PPOLearner
+    collector: RolloutCollector
+    rngs: dict[str, np.random.Generator]
+    """policy (actions, minibatches), segments, query, train (reward fits), feedback."""
+    progress: Progress
+    clock: CheckpointClock
+    prefs: Preferences | None = None
+    """None: PPO trains on ``reward_fn`` or, without one, on the env's reward."""
+    reward_fn: RewardFn | None = None
+    started: float = field(default_factory=time.monotonic)
+    """When this session began (for steps/s and the run's total training time)."""
+    start_step: int = 0
+
+    @property
+    def iterations(self) -> int:
+        """PPO iterations in the run: enough rollouts to cover ``total_timesteps``."""
+        return -(-self.cfg.total_timesteps // self.cfg.batch_size)
+
+    def train_seconds(self) -> float:
+        """Wall time spent training over every session of the run, this one included."""
+        return self.progress.train_seconds + time.monotonic() - self.started
+
+
+# -- the algorithm ------------------------------------------------------------------------------
+def train(t: Trainer) -> None:
+    """Run PPO iterations until the step budget is spent or a stop is requested."""
+    while t.progress.iteration < t.iterations and not t.stop.requested:
+        iteration = t.progress.iteration + 1
+        t.agent.set_progress((iteration - 1) / t.iterations)
+        rollout = t.collector.collect(t.agent.actor(), t.cfg.ppo.num_steps, t.rngs["policy"])
+        if t.prefs is not None:
+            rewards = learned_rewards(t, t.prefs, rollout, iteration)
+        else:
+            rewards = fixed_rewards(t, rollout)
+        # None: no label to learn from yet (a person has not answered); act, learn nothing.
+        stats = None if rewards is None else t.agent.learn(rollout, rewards, t.rngs["policy"])
+        record_iteration(t, rollout, stats)
+        if t.clock.due(t.progress.iteration) and not t.stop.requested:
+            write_checkpoint(t)
+
+
+def learned_rewards(
+    t: Trainer, p: Preferences, rollout: PolicyRollout, iteration: int
+) -> np.ndarray | None:
+    """The preference stages of one iteration; returns the rollout's learned rewards (T, N)."""
+    q, step, rng = t.cfg.query, t.collector.global_step, t.rngs
+    p.pool.add(cut_segments(rollout.raw, q.segment_length, rng["segments"]))
+    due = p.schedule.due(step) - t.progress.requested
+    if due > 0 and len(p.pool) >= 2:
+        model = p.reward if p.reward.trained else None  # no model yet: uniform pairs
+        pairs = select_pairs(p.pool.segments(), due, q.selection, model, q.oversample, rng["query"])
+        p.feedback.request(pairs, iteration)
+        t.progress.requested += len(pairs)
+        t.logger.scalar("labels/requested", t.progress.requested, step)
+    if t.cfg.feedback_wait and not p.reward.trained:
+        wait_for_first_labels(t, p)
+    labelled = p.labelled()
+    if p.reward.wants_fit(len(labelled)):
+        fit = p.reward.fit(labelled, rng["train"])
+        t.logger.scalars({**fit.metrics(), "labels/used": p.reward.fitted_on}, step)
+    log_labels(t.logger, p.store.counts(), step)
+    if not p.reward.trained:
+        return None
+    raw = rollout.raw
+    steps, n, obs_dim = raw.obs.shape
+    rewards = p.reward.score(raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1))
+    log_reward_quality(t.logger, rewards, raw.true_rewards.ravel(), raw.valid.ravel(), step)
+    return rewards.reshape(steps, n)
+
+
+def fixed_rewards(t: Trainer, rollout: PolicyRollout) -> np.ndarray:
+    """The env's own reward (the baseline), or a given reward function's."""
+    raw = rollout.raw
+    if t.reward_fn is None:
+        return raw.true_rewards
+    steps, n, obs_dim = raw.obs.shape
+    flat = t.reward_fn(raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1))
+    return np.asarray(flat, np.float32).reshape(steps, n)
+
+
+def wait_for_first_labels(t: Trainer, p: Preferences) -> None:
+    """``--feedback-wait``: hold PPO until the initial share of the requested labels is answered.
+
+    Every answer counts, skips included: a person who skips the first pairs must not leave the
+    trainer waiting for pairs it will never ask for (with no usable label yet, PPO waits another
+    iteration and the next pairs are requested then). Nothing requested yet: nothing to wait for.
+    """
+    needed = min(t.progress.requested, p.schedule.due(0))
+    shown = None
+    while (missing := needed - p.store.counts().labelled) > 0 and not t.stop.requested:
+        message = f"waiting for {missing} more labels before the first policy update"
+        publish(t, Phase.WAITING, message, labels_needed=missing)
+        if missing != shown:
+            t.logger.message(message)
+            shown = missing
+        t.stop.wait(0.5)
+
+
+def record_iteration(t: Trainer, rollout: PolicyRollout, stats: object) -> None:
+    """Advance the counters, log the iteration and tell the page."""
+    p = t.progress
+    p.iteration += 1
+    p.env_steps = step = t.collector.global_step
+    p.episodes += len(rollout.episode_returns)
+    p.recent_returns.extend(rollout.episode_returns)
+    sps = (step - t.start_step) / max(time.monotonic() - t.started, 1e-9)
+    lr = t.agent.optimizer.param_groups[0]["lr"]
+    log_iteration(t.logger, rollout, stats, lr, step, sps)  # type: ignore[arg-type]
+    publish(t, Phase.TRAINING, f"iteration {p.iteration} of {t.iterations}")
+    ret = p.mean_return
+    t.logger.progress(t.cfg.batch_size, ret=float("nan") if ret is None else ret, sps=int(sps))
+
+
+def publish(t: Trainer, phase: Phase, message: str, **extra: object) -> None:
+    """Write the trainer status where the labelling page reads it (runs with a store only)."""
+    if t.prefs is not None:
+        labels_used = t.prefs.reward.fitted_on
+        status = trainer_status(t.cfg, t.progress, labels_used, phase, message, **extra)  # type: ignore[arg-type]
+        t.prefs.store.set_meta(STATUS_KEY, status.to_json())
+
+
+# -- building, saving and restoring a run's parts ------------------------------------------------
+def build_trainer(
+    cfg: Config,
+    run_dir: RunDir,
+    logger: Logger,
+    stop: StopSignals,
+    progress: Progress,
+    reward_fn: RewardFn | None,
+    cleanup: contextlib.ExitStack,
+) -> Trainer:
+    """Make the envs, the agent and (with a learned reward) the preference side of a run.
+
+    Whatever needs closing is registered on ``cleanup``. With human feedback this starts the
+    labelling session.
+    """
+    device = _device(cfg.device)
+    envs = make_vec_env(cfg.env_id, cfg.num_envs, cfg.seed)
+    cleanup.callback(envs.close)
+    obs_dim = envs.single_observation_space.shape[0]
+    act_dim = envs.single_action_space.shape[0]
+    rngs = _rngs(cfg.seed)
+    agent = PPOLearner(obs_dim, act_dim, cfg.num_envs, cfg.ppo, device)
+    # A resumed run starts new episodes, from a seed of its own (the envs' state is not saved).
+    reset_seed = cfg.seed
+    if progress.env_steps:
+        reset_seed = int(
+            np.random.SeedSequence([cfg.seed, progress.env_steps]).generate_state(1)[0]
+        )
+    collector = RolloutCollector(envs, cfg.env_id, agent.obs_norm, reset_seed, progress.env_steps)
+    clock = CheckpointClock(cfg.checkpoint_every, cfg.checkpoint_minutes)
+    t = Trainer(cfg, run_dir, logger, stop, agent, collector, rngs, progress, clock)
+    t.start_step = progress.env_steps
+    if reward_fn is not None or cfg.reward == "env":
+        t.reward_fn = reward_fn
+        return t
+    t.prefs = open_preferences(
+        cfg, run_dir, obs_dim, act_dim, device, rngs["feedback"], logger.message
+    )
+    cleanup.callback(t.prefs.store.close)
+    cleanup.callback(t.prefs.feedback.close)  # a safety net: the runner closes it with a grace
+    publish(t, Phase.STARTING, "starting")
+    return t
+
+
+def _rngs(seed: int) -> dict[str, np.random.Generator]:
+    """One seed, five independent streams (a new consumer of one never shifts the others)."""
+    torch.manual_seed(seed)
+    streams = np.random.SeedSequence(seed).spawn(4)
+    names = ("segments", "query", "train", "feedback")
+    return {"policy": np.random.default_rng(seed)} | {
+        name: np.random.default_rng(s) for name, s in zip(names, streams, strict=True)
+    }
+
+
+def _device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        from rlhf.config import ConfigError
-
         raise ConfigError("--device cuda was asked for but torch sees no CUDA device")
     return torch.device(name)
 
 
-def num_iterations(cfg: Config) -> int:
-    """PPO iterations: enough rollouts to cover at least ``total_timesteps`` env steps."""
-    return -(-cfg.total_timesteps // cfg.batch_size)
+def write_checkpoint(t: Trainer) -> None:
+    """Save everything the run needs to continue (see :func:`restore`) to ``checkpoints/last.pt``."""
+    p = t.progress
+    state = {
+        "progress": {**p.state_dict(), "train_seconds": t.train_seconds()},
+        "agent": t.agent.state_dict(),
+        "preferences": None if t.prefs is None else t.prefs.state_dict(),
+        "rngs": {name: rng_state(rng) for name, rng in t.rngs.items()},
+        "torch_rng": torch.get_rng_state(),
+    }
+    save_checkpoint(state, t.run_dir.checkpoints / LAST_CHECKPOINT)
+    t.clock.reset()
 
 
-def seed_everything(seed: int) -> np.random.Generator:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    return np.random.default_rng(seed)
+def restore(t: Trainer, state: dict) -> None:
+    """Load a checkpoint written by :func:`write_checkpoint` into freshly built parts."""
+    t.agent.load_state_dict(state["agent"])
+    for name, rng in t.rngs.items():
+        set_rng_state(rng, state["rngs"][name])
+    torch.set_rng_state(state["torch_rng"])
+    if t.prefs is not None:
+        t.prefs.load_state_dict(state["preferences"])
+        # Pairs asked for after the checkpoint (before a crash) are in the store: never ask twice.
+        t.progress.requested = max(t.progress.requested, t.prefs.store.counts().pairs)
 
 
-def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
-    """Train according to ``cfg``; returns (and writes) the run summary.
-
-    Args:
-        cfg: the run configuration.
-        reward_fn: optional ``(obs, actions) -> rewards`` on raw observations (B, obs_dim) and
-            applied actions (B, act_dim); when given, PPO trains on it instead of ``cfg.reward``.
-    """
-    cfg.validate()
-    torch.set_num_threads(cfg.torch_threads)
-    device = resolve_device(cfg.device)
-    envs = make_vec_env(cfg.env_id, cfg.num_envs, cfg.seed)
-    run_dir = create_run_dir(cfg)
-    rng = seed_everything(cfg.seed)
-    logger = Logger(run_dir.tb, num_iterations(cfg) * cfg.batch_size, cfg.progress)
-    logger.hparams_text(cfg.to_dict())
-    try:
-        return _train(cfg, envs, run_dir, rng, logger, device, reward_fn)
-    finally:
-        logger.close()
-        envs.close()
+def final_reward_round(t: Trainer) -> None:
+    """Train the reward once more on every label, those that came in after the last round too."""
+    if t.prefs is not None:
+        labelled = t.prefs.labelled()
+        if t.prefs.reward.wants_fit(len(labelled), final=True):
+            t.prefs.reward.fit(labelled, t.rngs["train"])
 
 
-def _train(cfg, envs, run_dir: RunDir, rng, logger: Logger, device, reward_fn) -> Summary:
-    obs_dim = envs.single_observation_space.shape[0]
-    act_dim = envs.single_action_space.shape[0]
-    learner = PPOLearner(obs_dim, act_dim, cfg.num_envs, cfg.ppo, device)
-    collector = RolloutCollector(envs, cfg.env_id, learner.obs_norm, cfg.seed)
-    if reward_fn is not None:
-        rewards = FunctionReward(reward_fn)
-    else:
-        rewards = _make_reward_source(cfg, run_dir, obs_dim, act_dim, device, logger, rng)
-    recent_returns: deque[float] = deque(maxlen=10)
-    episodes = 0
-    start = time.perf_counter()
-    try:
-        iterations = num_iterations(cfg)
-        for iteration in range(1, iterations + 1):
-            learner.set_progress((iteration - 1) / iterations)
-            rollout = collector.collect(learner.actor(), cfg.ppo.num_steps, rng)
-            step = collector.global_step
-            step_rewards = rewards(rollout, iteration, step)
-            # None: no labels yet (a human has not answered); keep acting, learn nothing.
-            stats = learner.learn(rollout, step_rewards, rng) if step_rewards is not None else None
-            episodes += len(rollout.episode_returns)
-            recent_returns.extend(rollout.episode_returns)
-            sps = step / (time.perf_counter() - start)
-            _log_iteration(logger, rollout, stats, learner, step, sps)
-            mean_return = float(np.mean(recent_returns)) if recent_returns else float("nan")
-            rewards.report(iteration, step, mean_return)
-            logger.progress(cfg.batch_size, ret=mean_return, sps=int(sps))
-    finally:
-        rewards.close()
-    learner.save(run_dir.checkpoints / "agent.pt")
-    wall = time.perf_counter() - start
-    summary = Summary(
-        env_id=cfg.env_id,
-        seed=cfg.seed,
-        run_name=run_dir.name,
-        reward=cfg.reward,
-        feedback=cfg.feedback if cfg.reward == "learned" else None,
-        env_steps=collector.global_step,
-        wall_seconds=round(wall, 2),
-        sps=round(collector.global_step / wall, 1),
-        final_true_return=float(np.mean(recent_returns)) if recent_returns else None,
-        episodes=episodes,
-        labels_used=rewards.labels_used,
-        reward_val_accuracy=rewards.val_accuracy,
-    )
-    run_dir.summary.write_text(json.dumps(summary.__dict__, indent=2) + "\n")
-    logger.message(f"run finished: {run_dir.root} (summary.json)")
-    return summary
-
-
-def _log_iteration(
-    logger: Logger, rollout: PolicyRollout, stats, learner: PPOLearner, step: int, sps: float
-) -> None:
-    for ret, length in zip(rollout.episode_returns, rollout.episode_lengths, strict=True):
-        logger.scalar("charts/episodic_return", ret, step)
-        logger.scalar("charts/episodic_length", length, step)
-    logger.scalar("charts/sps", sps, step)
-    if stats is None:  # no PPO update this iteration (no labels yet)
-        return
-    logger.scalars(
-        {
-            "charts/learning_rate": learner.optimizer.param_groups[0]["lr"],
-            "losses/value_loss": stats.value_loss,
-            "losses/policy_loss": stats.policy_loss,
-            "losses/entropy": stats.entropy,
-            "losses/old_approx_kl": stats.old_approx_kl,
-            "losses/approx_kl": stats.approx_kl,
-            "losses/clipfrac": stats.clipfrac,
-            "losses/explained_variance": stats.explained_variance,
-        },
-        step,
-    )
-
-
-class EnvReward:
-    """The true-reward baseline: PPO trains on the environment's own reward."""
-
-    labels_used = 0
-    val_accuracy: float | None = None
-
-    def __call__(self, rollout: PolicyRollout, iteration: int, step: int) -> np.ndarray:
-        return rollout.raw.true_rewards
-
-    def report(self, iteration: int, step: int, mean_return: float) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-class FunctionReward(EnvReward):
-    """PPO trains on a given ``(obs, actions) -> rewards`` function, scored once per rollout."""
-
-    def __init__(self, fn: RewardFn) -> None:
-        self.fn = fn
-
-    def __call__(self, rollout: PolicyRollout, iteration: int, step: int) -> np.ndarray:
-        raw = rollout.raw
-        steps, n, obs_dim = raw.obs.shape
-        flat = self.fn(raw.obs.reshape(steps * n, obs_dim), raw.actions.reshape(steps * n, -1))
-        return np.asarray(flat, np.float32).reshape(steps, n)
-
-
-def _make_reward_source(cfg: Config, run_dir: RunDir, obs_dim, act_dim, device, logger, rng):
-    if cfg.reward == "env":
-        return EnvReward()
-    from rlhf.preference import PreferenceReward
-
-    return PreferenceReward(cfg, run_dir, obs_dim, act_dim, device, logger, rng)
+def save_models(t: Trainer) -> None:
+    """``checkpoints/agent.pt`` and, with a learned reward, ``checkpoints/reward_model.pt``."""
+    save_atomic(t.agent.state_dict(), t.run_dir.checkpoints / "agent.pt")
+    if t.prefs is not None:
+        save_atomic(t.prefs.reward.state_dict(), t.run_dir.checkpoints / "reward_model.pt")

@@ -57,7 +57,7 @@ def _job(args: tuple[str, int, int, str, int]) -> Result:
     import torch
 
     from rlhf.config import Config, QueryConfig
-    from rlhf.loop import run
+    from rlhf.runner import run
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as runs:

@@ -9,7 +9,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rlhf.config import Config, PPOConfig, QueryConfig
-from rlhf.loop import run
+from rlhf.runner import run
 from rlhf.store import LabelStore
 from tests.toy_env import ENV_ID
 
@@ -66,4 +66,4 @@ def test_synthetic_run_records_labels_and_metrics(tmp_path: Path) -> None:
         "charts/sps",
     ):
         assert tag in tags, tag
-    assert (root / "checkpoints" / "reward_ensemble.pt").exists()
+    assert (root / "checkpoints" / "reward_model.pt").exists()

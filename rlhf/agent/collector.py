@@ -48,7 +48,9 @@ class RolloutCollector:
         env_id: str,
         obs_norm: ObsNormalizer,
         seed: int,
+        start_step: int = 0,
     ) -> None:
+        """``seed`` seeds the first reset; ``start_step`` > 0 continues a resumed run's count."""
         self.envs = envs
         self.env_id = env_id
         self.obs_norm = obs_norm
@@ -61,7 +63,7 @@ class RolloutCollector:
         self.prev_done = np.zeros(self.num_envs, bool)
         self.ep_return = np.zeros(self.num_envs, np.float64)
         self.ep_length = np.zeros(self.num_envs, np.int64)
-        self.global_step = 0
+        self.global_step = start_step
 
     def collect(self, actor: NumpyActor, num_steps: int, rng: np.random.Generator) -> PolicyRollout:
         """Run ``num_steps`` steps in every env with ``actor``."""

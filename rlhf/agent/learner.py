@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import torch
 
@@ -83,13 +81,21 @@ class PPOLearner:
     def _tensor(self, array: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(np.ascontiguousarray(array), dtype=torch.float32, device=self.device)
 
-    def save(self, path: Path) -> None:
-        torch.save(
-            {
-                "agent": self.agent.state_dict(),
-                "optimizer": self.optimizer.state_dict(),
-                "obs_rms": self.obs_norm.rms.state_dict(),
-                "reward_rms": self.reward_scaler.rms.state_dict(),
-            },
-            path,
-        )
+    def state_dict(self) -> dict:
+        """Networks, optimiser and both normalisers, as tensors and plain values.
+
+        The reward scaler's per-env running returns are not kept: a resumed run starts new
+        episodes, for which they restart at zero anyway.
+        """
+        return {
+            "agent": self.agent.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "obs_rms": self.obs_norm.rms.state_dict(),
+            "reward_rms": self.reward_scaler.rms.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.agent.load_state_dict(state["agent"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.obs_norm.load_state_dict(state["obs_rms"])
+        self.reward_scaler.rms.load_state_dict(state["reward_rms"])

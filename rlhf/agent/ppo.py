@@ -115,6 +115,18 @@ class UpdateStats:
     clipfrac: float
     explained_variance: float
 
+    def metrics(self) -> dict[str, float]:
+        """TensorBoard scalars under CleanRL's ``losses/`` keys."""
+        return {
+            "losses/value_loss": self.value_loss,
+            "losses/policy_loss": self.policy_loss,
+            "losses/entropy": self.entropy,
+            "losses/old_approx_kl": self.old_approx_kl,
+            "losses/approx_kl": self.approx_kl,
+            "losses/clipfrac": self.clipfrac,
+            "losses/explained_variance": self.explained_variance,
+        }
+
 
 def ppo_update(
     agent: ActorCritic,

@@ -20,7 +20,6 @@ Two normalisers, both stored in the state dict:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -180,28 +179,6 @@ class RewardEnsemble(nn.Module):
         flat = self._score(x.reshape(-1, x.shape[-1])).reshape(self.size, *x.shape[:-1])
         returns = (flat * mask).sum(dim=-1)  # (M, P, 2)
         return torch.sigmoid(returns[..., 0] - returns[..., 1]).cpu().numpy()
-
-    def save(self, path: str | Path) -> None:
-        """Write weights, normalisers and the constructor arguments to ``path``."""
-        torch.save(
-            {
-                "obs_dim": self.obs_dim,
-                "act_dim": self.act_dim,
-                "cfg": self.cfg,
-                "seed": self.seed,
-                "state_dict": self.state_dict(),
-            },
-            Path(path),
-        )
-
-    @classmethod
-    def load(cls, path: str | Path, device: torch.device | str = "cpu") -> RewardEnsemble:
-        """Rebuild an ensemble written by :meth:`save`."""
-        # weights_only=False: the checkpoint holds our own RewardConfig dataclass.
-        blob = torch.load(Path(path), map_location=device, weights_only=False)
-        ensemble = cls(blob["obs_dim"], blob["act_dim"], blob["cfg"], device, blob["seed"])
-        ensemble.load_state_dict(blob["state_dict"])
-        return ensemble
 
 
 def stack_pairs(ensemble: RewardEnsemble, pairs: list[Pair]) -> tuple[torch.Tensor, torch.Tensor]:

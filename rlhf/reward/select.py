@@ -11,15 +11,20 @@ uniformly from the pool, score each with the reward ensemble, and keep the ``n``
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
-from rlhf.reward.model import RewardEnsemble
 from rlhf.segments import sample_pairs
 from rlhf.types import Pair, Segment
 
 Method = Literal["uniform", "disagreement", "entropy"]
+
+
+class PreferenceModel(Protocol):
+    """What selection needs of a reward model: each member's P(left preferred), (M, P)."""
+
+    def preference_probs(self, pairs: list[Pair]) -> np.ndarray: ...
 
 
 def disagreement(probs: np.ndarray) -> np.ndarray:
@@ -37,7 +42,7 @@ def select_pairs(
     pool_segments: list[Segment],
     n: int,
     method: Method,
-    ensemble: RewardEnsemble | None,
+    ensemble: PreferenceModel | None,
     oversample: int,
     rng: np.random.Generator,
 ) -> list[Pair]:

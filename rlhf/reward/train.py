@@ -55,6 +55,15 @@ class TrainStats:
     n_train: int
     n_val: int
 
+    def metrics(self) -> dict[str, float]:
+        """TensorBoard scalars under ``reward/``."""
+        return {
+            "reward/train_loss": self.train_loss,
+            "reward/val_loss": self.val_loss,
+            "reward/val_accuracy": self.val_accuracy,
+            "reward/epochs": self.epochs,
+        }
+
 
 @dataclass(frozen=True)
 class _Data:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from rlhf.reward.learner import RewardLearner
 from rlhf.reward.model import RewardEnsemble
 from rlhf.types import Pair
 
@@ -99,15 +100,26 @@ def test_seed_fixes_weights_without_touching_global_rng(small_cfg, toy, rng):
     assert not np.allclose(members[0], members[1]), "members must start different"
 
 
-def test_save_load_round_trip(small_cfg, toy, rng, tmp_path):
-    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg, seed=5)
+def test_state_round_trip_through_a_weights_only_file(small_cfg, toy, rng, tmp_path):
+    learner = RewardLearner(toy.obs_dim, toy.act_dim, small_cfg, seed=5)
     obs, act = toy.steps(rng)
-    ens.fit_input_normaliser(obs, act)
-    ens.fit_output_normaliser(obs, act)
-    ens.save(tmp_path / "reward.pt")
-    loaded = RewardEnsemble.load(tmp_path / "reward.pt")
-    assert loaded.seed == 5 and loaded.cfg == small_cfg
-    np.testing.assert_array_equal(loaded.predict(obs, act), ens.predict(obs, act))
-    fresh = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg, seed=5)
-    fresh.load_state_dict(ens.state_dict())
-    np.testing.assert_array_equal(fresh.predict(obs, act), ens.predict(obs, act))
+    learner.ensemble.fit_input_normaliser(obs, act)
+    learner.ensemble.fit_output_normaliser(obs, act)
+    torch.save(learner.state_dict(), tmp_path / "reward.pt")
+    loaded = RewardLearner.from_state_dict(torch.load(tmp_path / "reward.pt", weights_only=True))
+    assert loaded.ensemble.seed == 5 and loaded.cfg == small_cfg
+    np.testing.assert_array_equal(loaded.score(obs, act), learner.score(obs, act))
+    fresh = RewardLearner(toy.obs_dim, toy.act_dim, small_cfg, seed=5)
+    fresh.load_state_dict(learner.state_dict())
+    np.testing.assert_array_equal(fresh.score(obs, act), learner.score(obs, act))
+
+
+def test_fit_is_wanted_on_first_labels_then_on_growth(small_cfg, toy):
+    learner = RewardLearner(toy.obs_dim, toy.act_dim, replace(small_cfg, retrain_growth=0.5))
+    assert not learner.wants_fit(0)
+    assert learner.wants_fit(1)
+    learner.fitted_on = 10
+    assert not learner.wants_fit(10, final=True)
+    assert not learner.wants_fit(14)
+    assert learner.wants_fit(14, final=True)
+    assert learner.wants_fit(15)

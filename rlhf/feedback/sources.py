@@ -1,0 +1,97 @@
+"""Where labels come from. Either way they end up in the run's store, which the loop reads.
+
+* :class:`SyntheticSource` answers at once with a simulated teacher and stores pairs and labels
+  together, so a batch run leaves the same record as an interactive one.
+* :class:`HumanSource` queues pairs for people (in a random left/right order) and runs the
+  labelling session (render worker, web server) that shows them; answers arrive in the store
+  whenever people give them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from rlhf.config import TeacherConfig, VideoConfig, WebConfig
+from rlhf.store import LabelStore
+from rlhf.types import Pair
+
+
+class FeedbackSource(Protocol):
+    """Takes pairs to be labelled; the labels always end up in the store."""
+
+    def request(self, pairs: list[Pair], iteration: int) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+    def close(self, grace: float = 0.0) -> None: ...
+
+
+class SyntheticSource:
+    """Labels pairs at once with a B-Pref simulated teacher (true env reward)."""
+
+    def __init__(self, cfg: TeacherConfig, store: LabelStore, rng: np.random.Generator) -> None:
+        from rlhf.feedback.teachers import SyntheticTeacher
+
+        self.teacher = SyntheticTeacher(cfg, rng)
+        self.store = store
+
+    def request(self, pairs: list[Pair], iteration: int) -> None:
+        answers = self.teacher.label(pairs)
+        self.store.add_pairs_with_labels(pairs, answers, source="synthetic", iteration=iteration)
+
+    def state_dict(self) -> dict[str, Any]:
+        # The teacher's thresholds scale with the range of returns it has seen so far.
+        return {"lo": self.teacher.lo, "hi": self.teacher.hi}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.teacher.lo, self.teacher.hi = float(state["lo"]), float(state["hi"])
+
+    def close(self, grace: float = 0.0) -> None:
+        pass
+
+
+class HumanSource:
+    """Queues pairs for people and runs the labelling session that shows them."""
+
+    def __init__(
+        self,
+        run_root: Path,
+        store: LabelStore,
+        web: WebConfig,
+        video: VideoConfig,
+        rng: np.random.Generator,
+        say: Callable[[str], None],
+        total_labels: int,
+    ) -> None:
+        from rlhf.feedback.session import LabellingSession
+
+        self.store = store
+        self.rng = rng
+        self.session = LabellingSession(
+            run_root, web, video, say=say, total_labels_hint=total_labels
+        ).start()
+
+    @property
+    def url(self) -> str:
+        return self.session.url
+
+    def request(self, pairs: list[Pair], iteration: int) -> None:
+        from rlhf.feedback.human import queue_for_humans
+
+        queue_for_humans(self.store, pairs, self.rng, iteration)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
+    def close(self, grace: float = 0.0) -> None:
+        """Accept answers still in flight for ``grace`` seconds, then stop the session."""
+        self.session.stop(grace=grace)

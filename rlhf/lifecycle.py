@@ -1,0 +1,176 @@
+"""A run's life around the loop: stop requests, checkpoint timing, progress counters, the summary.
+
+Nothing here knows PPO or the reward model; :mod:`rlhf.loop` puts the pieces together.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """The run stopped on Ctrl-C or SIGTERM after saving everything; ``message`` says how to resume.
+
+    A KeyboardInterrupt, so Python callers see what they would see for a plain Ctrl-C; the
+    command line prints ``message`` and exits with ``exit_code`` (130 for SIGINT, 143 for SIGTERM).
+    """
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+class StopSignals:
+    """SIGINT and SIGTERM ask the run to stop at the next safe point instead of killing it.
+
+    The loop checks :attr:`requested` between iterations (and :meth:`wait` wakes early while it
+    waits for labels), then writes a checkpoint and stops. A second Ctrl-C stops at once, without
+    a checkpoint, for a run stuck in a long step. Outside the main thread (where Python cannot
+    install handlers) this does nothing, and signals keep their usual effect.
+    """
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self.say = say
+        self.signum: int | None = None
+        self._event = threading.Event()
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # the second Ctrl-C: stop now
+        self.signum = signum
+        self._event.set()
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        self.say(
+            f"{name}: stopping after this iteration and writing a checkpoint"
+            " (press Ctrl-C again to stop at once, without one)"
+        )
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's convention: 128 + the signal number."""
+        return 128 + (self.signum or signal.SIGINT)
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; True (at once) when a stop has been requested."""
+        return self._event.wait(seconds)
+
+
+class CheckpointClock:
+    """When the next periodic checkpoint is due: every N iterations, or every few minutes."""
+
+    def __init__(
+        self,
+        every_iterations: int,
+        minutes: float,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.every = every_iterations
+        self.seconds = 60.0 * minutes
+        self.now = now
+        self.last = now()
+
+    def due(self, iteration: int) -> bool:
+        if self.every > 0:
+            return iteration % self.every == 0
+        return self.now() - self.last >= self.seconds
+
+    def reset(self) -> None:
+        self.last = self.now()
+
+
+@dataclass
+class Progress:
+    """The loop's counters; saved in every checkpoint and restored on resume."""
+
+    iteration: int = 0
+    """PPO iterations completed."""
+    env_steps: int = 0
+    """Environment steps taken (all envs)."""
+    episodes: int = 0
+    """Episodes finished."""
+    requested: int = 0
+    """Pairs sent for labelling."""
+    train_seconds: float = 0.0
+    """Wall time spent training, over every session of the run."""
+    sessions: int = 1
+    """Trainer sessions of this run (1 + the number of resumes)."""
+    recent_returns: deque[float] = field(default_factory=lambda: deque(maxlen=10))
+    """True returns of the last episodes (what the summary and the page report)."""
+
+    @property
+    def mean_return(self) -> float | None:
+        return (
+            float(sum(self.recent_returns) / len(self.recent_returns))
+            if self.recent_returns
+            else None
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "recent_returns": list(self.recent_returns)}
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> Progress:
+        returns = deque(state.pop("recent_returns"), maxlen=10)
+        return cls(**state, recent_returns=returns)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What ``summary.json`` holds when a run stops."""
+
+    env_id: str
+    seed: int
+    run_name: str
+    reward: str
+    feedback: str | None
+    status: str
+    """"finished", "interrupted" (Ctrl-C / SIGTERM, resumable) or "crashed"."""
+    interrupted: bool
+    env_steps: int
+    wall_seconds: float
+    """Training time over every session of the run."""
+    sps: float
+    final_true_return: float | None
+    """Mean true return of the last 10 episodes."""
+    episodes: int
+    labels_used: int
+    reward_val_accuracy: float | None
+    sessions: int
+    error: str | None = None
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as JSON so that readers see the old file or the new one, never a torn one."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)

@@ -1,0 +1,89 @@
+"""The learned-reward side of a run: store, reward learner, feedback source, segment pool, schedule.
+
+:func:`open_preferences` builds them for a run; :mod:`rlhf.loop` drives them stage by stage.
+Human and synthetic feedback both go through the run's durable store, so a batch run leaves the
+same record as an interactive one, and a resumed run trains on every label ever given to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlhf.config import Config
+from rlhf.feedback.sources import FeedbackSource, HumanSource, SyntheticSource
+from rlhf.reward.learner import RewardLearner
+from rlhf.reward.select import QuerySchedule
+from rlhf.run_dir import RunDir
+from rlhf.segments import SegmentPool
+from rlhf.store import LabelStore
+from rlhf.types import Pair, Preference
+
+
+@dataclass
+class Preferences:
+    """What a learned-reward run holds besides the agent."""
+
+    store: LabelStore
+    reward: RewardLearner
+    feedback: FeedbackSource
+    pool: SegmentPool
+    schedule: QuerySchedule
+    pair_cache: dict[int, Pair] = field(default_factory=dict)
+    """Pairs read from the store so far, by id (their segments never change)."""
+
+    def labelled(self) -> list[Preference]:
+        """Every trainable label in the store (skips excluded), oldest first."""
+        return self.store.preferences(self.pair_cache)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The reward learner and the feedback source's own state (the store is its own record).
+
+        The segment pool is not kept: it holds recent behaviour only, and a resumed run refills
+        it from its first rollout.
+        """
+        return {"reward": self.reward.state_dict(), "feedback": self.feedback.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.reward.load_state_dict(state["reward"])
+        self.feedback.load_state_dict(state["feedback"])
+
+
+def open_preferences(
+    cfg: Config,
+    run_dir: RunDir,
+    obs_dim: int,
+    act_dim: int,
+    device: torch.device,
+    rng_feedback: np.random.Generator,
+    say: Callable[[str], None],
+) -> Preferences:
+    """Open the run's store and build the reward learner and the feedback source.
+
+    With human feedback this starts the labelling session (render worker and web server); the
+    caller closes it through ``feedback.close``.
+    """
+    store = LabelStore(run_dir.labels)
+    store.set_meta("run_name", run_dir.name)
+    store.set_meta("env_id", cfg.env_id)
+    reward = RewardLearner(obs_dim, act_dim, cfg.reward_model, device, seed=cfg.seed)
+    feedback: FeedbackSource
+    if cfg.feedback == "synthetic":
+        feedback = SyntheticSource(cfg.teacher, store, rng_feedback)
+    else:
+        feedback = HumanSource(
+            run_dir.root, store, cfg.web, cfg.video, rng_feedback, say, cfg.query.total_labels
+        )
+    return Preferences(
+        store=store,
+        reward=reward,
+        feedback=feedback,
+        pool=SegmentPool(cfg.query.pool_size),
+        schedule=QuerySchedule(
+            cfg.query.total_labels, cfg.query.initial_fraction, cfg.total_timesteps
+        ),
+    )

@@ -1,0 +1,83 @@
+"""What the loop reports: TensorBoard scalars of each stage, and the status the page shows.
+
+Keys follow CleanRL (``charts/``, ``losses/``) plus ``reward/`` and ``labels/`` for the
+preference side. ``charts/episodic_return`` is always the *true* env return, whatever PPO
+trains on.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from rlhf.agent.collector import PolicyRollout
+from rlhf.agent.ppo import UpdateStats
+from rlhf.config import Config
+from rlhf.lifecycle import Progress
+from rlhf.logger import Logger
+from rlhf.status import Phase, TrainerStatus
+from rlhf.store import StoreCounts
+
+
+def log_iteration(
+    logger: Logger,
+    rollout: PolicyRollout,
+    stats: UpdateStats | None,
+    learning_rate: float,
+    step: int,
+    sps: float,
+) -> None:
+    """Episodes that ended in ``rollout``, speed, and the PPO update's losses (if there was one)."""
+    for ret, length in zip(rollout.episode_returns, rollout.episode_lengths, strict=True):
+        logger.scalar("charts/episodic_return", ret, step)
+        logger.scalar("charts/episodic_length", length, step)
+    logger.scalar("charts/sps", sps, step)
+    if stats is not None:  # no update this iteration: no label to learn from yet
+        logger.scalars({"charts/learning_rate": learning_rate, **stats.metrics()}, step)
+
+
+def log_labels(logger: Logger, counts: StoreCounts, step: int) -> None:
+    logger.scalars(
+        {
+            "labels/total": counts.labelled,
+            "labels/equal": counts.equal,
+            "labels/skipped": counts.skipped,
+        },
+        step,
+    )
+
+
+def log_reward_quality(
+    logger: Logger, learned: np.ndarray, true: np.ndarray, valid: np.ndarray, step: int
+) -> None:
+    """Pearson correlation of the learned and the true reward over the rollout's real steps."""
+    learned, true = learned[valid], true[valid]
+    if learned.size > 1 and learned.std() > 0 and true.std() > 0:
+        logger.scalar("reward/pearson_true", float(np.corrcoef(learned, true)[0, 1]), step)
+
+
+def trainer_status(
+    cfg: Config,
+    progress: Progress,
+    labels_used: int,
+    phase: Phase,
+    message: str,
+    labels_needed: int | None = None,
+    resume_command: str | None = None,
+) -> TrainerStatus:
+    """The status the labelling page shows, from the loop's counters."""
+    return TrainerStatus(
+        phase=phase,
+        message=message,
+        iteration=progress.iteration,
+        env_steps=progress.env_steps,
+        total_timesteps=cfg.total_timesteps,
+        latest_true_return=progress.mean_return,
+        labels_requested=progress.requested,
+        labels_total=cfg.query.total_labels,
+        labels_used=labels_used,
+        labels_needed=labels_needed,
+        resume_command=resume_command,
+        updated_at=time.time(),
+    )

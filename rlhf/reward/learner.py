@@ -1,0 +1,127 @@
+"""The learned reward as a plain object: fit on preferences, score steps, export and restore state.
+
+:class:`RewardLearner` does no I/O and knows nothing of stores, schedules or logging: the loop
+hands it preferences and observations, and writes its state wherever a checkpoint goes. Its
+state is made of tensors and plain Python values only, so it loads with
+``torch.load(weights_only=True)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlhf.config import RewardConfig
+from rlhf.reward.model import RewardEnsemble
+from rlhf.reward.train import TrainStats, train_ensemble
+from rlhf.types import Pair, Preference
+
+
+class RewardLearner:
+    """An ensemble of reward models and how many labels it was last fitted on.
+
+    Args:
+        obs_dim: size of a raw observation.
+        act_dim: size of an action.
+        cfg: the ensemble's settings.
+        device: torch device of the networks (numpy in, numpy out either way).
+        seed: seeds the initial weights and the train/validation split of labels.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        cfg: RewardConfig,
+        device: torch.device | str = "cpu",
+        seed: int = 0,
+    ) -> None:
+        self.cfg = cfg
+        self.ensemble = RewardEnsemble(obs_dim, act_dim, cfg, device, seed=seed)
+        self.fitted_on = 0
+        """Labels (skips excluded) in the last training round; 0 before the first."""
+        self.stats: TrainStats | None = None
+        """Figures of the last training round."""
+
+    @property
+    def trained(self) -> bool:
+        """Whether the reward has been fitted to at least one label."""
+        return self.fitted_on > 0
+
+    def wants_fit(self, labels: int, final: bool = False) -> bool:
+        """Whether ``labels`` preferences justify a new training round.
+
+        The first labels always do; after that, the labels must have grown by
+        ``cfg.retrain_growth`` since the last round (which bounds reward-training time over a
+        run), or merely changed when ``final`` (the last round of a run).
+        """
+        if labels == 0 or labels == self.fitted_on:
+            return False
+        if final or not self.trained:
+            return True
+        return labels >= self.fitted_on * (1 + self.cfg.retrain_growth)
+
+    def fit(self, prefs: list[Preference], rng: np.random.Generator) -> TrainStats:
+        """One training round on all of ``prefs`` (warm-started from the current weights)."""
+        self.stats = train_ensemble(self.ensemble, prefs, self.cfg, rng)
+        self.fitted_on = len(prefs)
+        return self.stats
+
+    def score(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """The learned reward of each step: (B, obs_dim), (B, act_dim) -> (B,) float32."""
+        return self.ensemble.predict(obs, actions)
+
+    def preference_probs(self, pairs: list[Pair]) -> np.ndarray:
+        """Each member's P(left preferred) for ``pairs``: (M, P); used to select queries."""
+        return self.ensemble.preference_probs(pairs)
+
+    @property
+    def val_accuracy(self) -> float | None:
+        """Held-out accuracy of the last round, or None (no round yet, or no held-out labels)."""
+        if self.stats is None or np.isnan(self.stats.val_accuracy):
+            return None
+        return float(self.stats.val_accuracy)
+
+    # -- state ----------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to rebuild this learner (see :meth:`from_state_dict`)."""
+        ens = self.ensemble
+        return {
+            "obs_dim": ens.obs_dim,
+            "act_dim": ens.act_dim,
+            "seed": ens.seed,
+            "cfg": _plain(dataclasses.asdict(self.cfg)),
+            "weights": ens.state_dict(),
+            "fitted_on": self.fitted_on,
+            "stats": None if self.stats is None else dataclasses.asdict(self.stats),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore weights, normalisers and figures written by :meth:`state_dict`."""
+        self.ensemble.load_state_dict(state["weights"])
+        self.fitted_on = int(state["fitted_on"])
+        self.stats = None if state["stats"] is None else TrainStats(**state["stats"])
+
+    @classmethod
+    def from_state_dict(
+        cls, state: dict[str, Any], device: torch.device | str = "cpu"
+    ) -> RewardLearner:
+        """A learner rebuilt from :meth:`state_dict` alone (e.g. a saved ``reward_model.pt``)."""
+        cfg_fields = dict(state["cfg"])
+        cfg_fields["hidden_sizes"] = tuple(cfg_fields["hidden_sizes"])
+        cfg = RewardConfig(**cfg_fields)
+        learner = cls(state["obs_dim"], state["act_dim"], cfg, device, seed=state["seed"])
+        learner.load_state_dict(state)
+        return learner
+
+
+def _plain(value: Any) -> Any:
+    """Tuples to lists, recursively: a state of plain JSON-like values loads with weights_only."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
