@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import inspect
 import io
 import os
 import re
@@ -22,6 +23,29 @@ from rlhf import config_paths
 from rlhf.config import Config, ConfigError, VideoConfig, WebConfig
 
 T = TypeVar("T")
+
+
+def _join_docstring_lines() -> None:
+    """Make ``--help`` show each field docstring as one paragraph.
+
+    tyro joins the lines of a docstring only where a line starts with a letter, and it dedents
+    afterwards, so the indented continuation lines of a field docstring keep their breaks and the
+    help shows ragged half-lines. Cleaning the indentation first fixes that. If a later tyro
+    moves this function, the help keeps its breaks and nothing else changes.
+    """
+    strings = getattr(tyro, "_strings", None)
+    original = getattr(strings, "remove_single_line_breaks", None)
+    if original is None or getattr(original, "rlhf_cleandoc", False):
+        return
+
+    def cleaned(text: str) -> str:
+        return original(inspect.cleandoc(text))
+
+    cleaned.rlhf_cleandoc = True  # type: ignore[attr-defined]
+    strings.remove_single_line_breaks = cleaned  # type: ignore[union-attr]
+
+
+_join_docstring_lines()
 
 
 @dataclass(frozen=True)

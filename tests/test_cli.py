@@ -175,3 +175,15 @@ def test_a_store_from_a_newer_rlhf_is_one_line(tmp_path: Path) -> None:
         f"rlhf: error: {run / 'labels.sqlite'} was written by a newer rlhf (store schema 7;"
         " this rlhf reads up to 1): upgrade rlhf"
     )
+
+
+def test_help_shows_each_field_docstring_as_one_paragraph() -> None:
+    """Field docstrings span several indented lines; --help must not keep those breaks."""
+    import tyro._docstrings
+
+    import rlhf.cli  # noqa: F401  (applies the fix)
+    from rlhf.config import Config, TeacherConfig
+
+    for cls, name in ((Config, "resume"), (TeacherConfig, "gamma")):
+        text = tyro._docstrings.get_field_docstring(cls, name, ())
+        assert text and "\n" not in text, text
