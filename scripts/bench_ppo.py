@@ -2,9 +2,10 @@
 
 Both train on HalfCheetah-v5's true reward with CleanRL/SB3-zoo settings: 1 env, 2048 steps per
 rollout, minibatch 64, 10 epochs, lr 3e-4 annealed linearly, observation and reward
-normalisation (VecNormalize for SB3). Runs go to a pool of worker processes (one torch thread
-each), so both sides see the same machine load. Prints a table and, as its last line, the
-headline figures as key=value pairs.
+normalisation (VecNormalize for SB3). Runs are Ray tasks (rlhf.sweep.run_jobs: one CPU and one
+torch thread each, --jobs at a time on a local Ray, or on the cluster $RAY_ADDRESS names), so
+both sides see the same machine load. Prints a table and, as its last line, the headline figures
+as key=value pairs.
 
     .venv/bin/python scripts/bench_ppo.py                # 300k steps, seeds 1 2 3
     .venv/bin/python scripts/bench_ppo.py --steps 1000000
@@ -21,7 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from _bench_pool import run_jobs
+from rlhf.sweep import run_jobs
 
 ENV_ID = "HalfCheetah-v5"
 
@@ -106,6 +107,10 @@ def _job(args: tuple[str, int, int]) -> Result:
     return run_ours(seed, steps) if impl == "rlhf" else run_sb3(seed, steps)
 
 
+def _describe(r: Result) -> str:
+    return f"{r.impl} seed {r.seed}: {r.sps:.0f} steps/s"
+
+
 def _summarise(results: list[Result], impl: str) -> tuple[float, float, float]:
     mine = [r for r in results if r.impl == impl]
     sps = statistics.median(r.sps for r in mine)
@@ -125,7 +130,7 @@ def main() -> None:
     args = parser.parse_args()
     steps, seeds = (20_480, [1]) if args.quick else (args.steps, args.seeds)
     jobs = [(impl, seed, steps) for seed in seeds for impl in ("rlhf", "sb3")]
-    results = run_jobs(_job, jobs, args.jobs, label="impl")
+    results = run_jobs(_job, jobs, args.jobs, describe=_describe)
     print(f"{'impl':6} {'seed':>4} {'steps':>8} {'seconds':>8} {'steps/s':>8} {'final return':>13}")
     for r in results:
         print(

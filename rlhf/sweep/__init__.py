@@ -1,0 +1,9 @@
+"""Grids of ``rlhf train`` runs on Ray (``rlhf sweep SPEC``), and Ray jobs for the benchmarks.
+
+Ray is optional (``pip install 'rlhf[sweep]'``): it is imported only when jobs start.
+"""
+
+from rlhf.sweep.command import Sweep
+from rlhf.sweep.pool import JobsFailed, Outcome, RayOptions, map_jobs, run_jobs
+
+__all__ = ["JobsFailed", "Outcome", "RayOptions", "Sweep", "map_jobs", "run_jobs"]
