@@ -7,11 +7,13 @@
     baseline. Each label waits until the pair before it has played, as a person would.
 (2) API latency: scripted labellers on loopback each loop ``GET /api/next`` then
     ``POST /api/label`` against ``serve_in_thread`` running in its own process (so the load
-    generator does not share its GIL); 20 labellers at once against 1 labeller alone. Every label
-    is durable (fsync) before its 200.
+    generator does not share its GIL); 1 labeller alone, 20 at once, and a crowd of 100. Every
+    label is durable (fsync) before its 200; afterwards the store is audited: acknowledged
+    labels lost, pairs acknowledged as new twice (see _bench_api.py).
 
-    .venv/bin/python scripts/bench_web.py            # 20 labels each way, 20 x 100 API rounds
-    .venv/bin/python scripts/bench_web.py --quick    # under a minute, smoke check
+    .venv/bin/python scripts/bench_web.py             # 20 labels each way, 20 x 100, 100 x 20
+    .venv/bin/python scripts/bench_web.py --quick     # under a minute, smoke check
+    .venv/bin/python scripts/bench_web.py --api-only  # no browser
 
 Prints a table, then the headline figures as ``key=value`` pairs on the last line.
 """
@@ -19,27 +21,22 @@ Prints a table, then the headline figures as ``key=value`` pairs on the last lin
 from __future__ import annotations
 
 import argparse
-import http.client
-import json
-import multiprocessing as mp
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from _bench_api import ApiResult, bench_api, make_store
 
 from rlhf.config import WebConfig
 from rlhf.server import serve_in_thread
-from rlhf.store import VIDEO_READY, LabelStore
+from rlhf.store import LabelStore
 from rlhf.testing import CHROMIUM, CHROMIUM_ARGS
-from rlhf.types import Pair, Segment
 
 TARGET_CLICK_MS = 100.0
-ANSWERS = ("left", "right", "equal", "skip")
 
 # Listens in the capture phase, before the page's own handlers: the key event's timestamp, and
 # every video that starts playing (media events do not bubble, but they are captured).
@@ -56,33 +53,6 @@ document.addEventListener("playing", (e) => {
 
 
 # -- fixtures -----------------------------------------------------------------------------------
-def _segment(rng: np.random.Generator) -> Segment:
-    return Segment(
-        obs=rng.normal(size=(50, 17)).astype(np.float32),
-        actions=rng.uniform(-1, 1, (50, 6)).astype(np.float32),
-        true_rewards=rng.normal(size=50).astype(np.float32),
-        qpos=rng.normal(size=(50, 9)),
-        qvel=rng.normal(size=(50, 9)),
-        env_id="HalfCheetah-v5",
-    )
-
-
-def make_store(path: Path, pairs: int, video: Path | None) -> LabelStore:
-    """A store with ``pairs`` ready pairs; each gets a copy of ``video`` (or just a path)."""
-    rng = np.random.default_rng(0)
-    store = LabelStore(path / "labels.sqlite")
-    videos = path / "videos"
-    videos.mkdir(exist_ok=True)
-    ids = store.add_pairs([Pair(_segment(rng), _segment(rng)) for _ in range(pairs)])
-    data = video.read_bytes() if video else b""
-    for pair_id in ids:
-        target = videos / f"{pair_id}.mp4"
-        if video:
-            target.write_bytes(data)
-        store.mark_video(pair_id, VIDEO_READY, path=str(target))
-    return store
-
-
 def make_video(path: Path) -> Path:
     """A 2 s, 516x256 H.264 clip like the render worker's (moving shapes, ~25 fps)."""
     import imageio_ffmpeg
@@ -177,111 +147,6 @@ def _wait_stored(store: LabelStore, expected: int, timeout: float = 10.0) -> int
     return store.counts().labelled
 
 
-# -- (2) API latency -----------------------------------------------------------------------------
-def _server_main(run_dir: str, port_q: mp.Queue, stop: mp.Event) -> None:
-    store = LabelStore(Path(run_dir) / "labels.sqlite")
-    handle = serve_in_thread(store, Path(run_dir) / "videos", WebConfig())
-    port_q.put(handle.port)
-    stop.wait()
-    handle.stop()
-
-
-@dataclass(frozen=True)
-class ApiResult:
-    labellers: int
-    next_ms: list[float]
-    label_ms: list[float]
-    wall_s: float
-    saved: int
-    duplicates: int
-    errors: int
-
-    @property
-    def all_ms(self) -> list[float]:
-        return self.next_ms + self.label_ms
-
-
-class _Labeller:
-    """One scripted labeller: keep-alive connection, its own labeller cookie."""
-
-    def __init__(self, port: int, rounds: int) -> None:
-        self.con = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        self.rounds = rounds
-        self.cookie = ""
-        self.next_ms: list[float] = []
-        self.label_ms: list[float] = []
-        self.saved = self.duplicates = self.errors = 0
-
-    def _request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        headers = {"Cookie": self.cookie} if self.cookie else {}
-        data = None
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-            data = json.dumps(body)
-        self.con.request(method, path, data, headers)
-        resp = self.con.getresponse()
-        payload = json.loads(resp.read())
-        cookie = resp.getheader("Set-Cookie")
-        if cookie and not self.cookie:
-            self.cookie = cookie.split(";")[0]
-        return resp.status, payload
-
-    def run(self, start: threading.Barrier) -> None:
-        start.wait()
-        for i in range(self.rounds):
-            t0 = time.perf_counter()
-            status, nxt = self._request("GET", "/api/next")
-            t1 = time.perf_counter()
-            self.next_ms.append((t1 - t0) * 1000)
-            if status != 200 or nxt.get("pair") is None:
-                self.errors += status != 200
-                break
-            body = {"pair_id": nxt["pair_id"], "answer": ANSWERS[i % 4], "response_ms": 1500}
-            status, reply = self._request("POST", "/api/label", body)
-            self.label_ms.append((time.perf_counter() - t1) * 1000)
-            if status != 200:
-                self.errors += 1
-            elif reply["duplicate"]:
-                self.duplicates += 1
-            else:
-                self.saved += 1
-        self.con.close()
-
-
-def bench_api(workdir: Path, labellers: int, rounds: int) -> ApiResult:
-    run = workdir / f"api_{labellers}"
-    run.mkdir()
-    make_store(run, labellers * rounds + 10, None).close()
-    ctx = mp.get_context("spawn")
-    port_q, stop = ctx.Queue(), ctx.Event()
-    server = ctx.Process(target=_server_main, args=(str(run), port_q, stop), daemon=True)
-    server.start()
-    try:
-        port = port_q.get(timeout=60)
-        workers = [_Labeller(port, rounds) for _ in range(labellers)]
-        barrier = threading.Barrier(labellers + 1)
-        threads = [threading.Thread(target=w.run, args=(barrier,)) for w in workers]
-        for t in threads:
-            t.start()
-        barrier.wait()
-        start = time.perf_counter()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - start
-    finally:
-        stop.set()
-        server.join(10)
-    return ApiResult(
-        labellers=labellers,
-        next_ms=[x for w in workers for x in w.next_ms],
-        label_ms=[x for w in workers for x in w.label_ms],
-        wall_s=wall,
-        saved=sum(w.saved for w in workers),
-        duplicates=sum(w.duplicates for w in workers),
-        errors=sum(w.errors for w in workers),
-    )
-
-
 # -- report ---------------------------------------------------------------------------------------
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
@@ -291,35 +156,55 @@ def med(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def report(fast: ClickResult, slow: ClickResult, crowd: ApiResult, solo: ApiResult) -> None:
-    print("\nclick (Left key) -> next pair playing, headless Chromium, loopback")
-    print(f"{'page':<30}{'labels':>8}{'median ms':>11}{'p90 ms':>9}{'frame median ms':>17}")
-    for name, r in (("prefetch (default)", fast), ("load on click (?prefetch=0)", slow)):
-        print(
-            f"{name:<30}{len(r.playing_ms):>8}{med(r.playing_ms):>11.1f}"
-            f"{pct(r.playing_ms, 90):>9.1f}{med(r.frame_ms):>17.1f}"
-        )
-    print(f"target: prefetch median < {TARGET_CLICK_MS:.0f} ms; labels stored: {fast.stored}")
+def _api_table(results: list[ApiResult]) -> None:
     print("\nAPI: GET /api/next + POST /api/label (durable), server in its own process")
-    head = f"{'labellers':>9}{'requests':>10}{'req/s':>9}{'median ms':>11}{'p99 ms':>9}"
-    print(head + f"{'next p99':>10}{'label p99':>11}{'saved':>7}{'dup':>5}{'err':>5}")
-    for r in (solo, crowd):
+    head = f"{'labellers':>9}{'requests':>10}{'req/s':>9}{'p50 ms':>8}{'p99 ms':>9}"
+    print(head + f"{'next p99':>10}{'label p99':>11}{'saved':>7}{'dup':>5}{'err':>5}{'lost':>6}")
+    for r in results:
         n = len(r.all_ms)
         print(
-            f"{r.labellers:>9}{n:>10}{n / r.wall_s:>9.0f}{med(r.all_ms):>11.1f}"
+            f"{r.labellers:>9}{n:>10}{n / r.wall_s:>9.0f}{med(r.all_ms):>8.1f}"
             f"{pct(r.all_ms, 99):>9.1f}{pct(r.next_ms, 99):>10.1f}{pct(r.label_ms, 99):>11.1f}"
-            f"{r.saved:>7}{r.duplicates:>5}{r.errors:>5}"
+            f"{r.saved:>7}{r.duplicates:>5}{r.errors:>5}{r.lost:>6}"
         )
-    figures = {
-        "click_to_play_ms_median": f"{med(fast.playing_ms):.1f}",
-        "click_to_frame_ms_median": f"{med(fast.frame_ms):.1f}",
-        "no_prefetch_ms_median": f"{med(slow.playing_ms):.1f}",
+
+
+def report(
+    clicks: tuple[ClickResult, ClickResult] | None,
+    solo: ApiResult,
+    crowd: ApiResult,
+    big: ApiResult,
+) -> None:
+    figures: dict[str, str] = {}
+    if clicks is not None:
+        fast, slow = clicks
+        print("\nclick (Left key) -> next pair playing, headless Chromium, loopback")
+        print(f"{'page':<30}{'labels':>8}{'median ms':>11}{'p90 ms':>9}{'frame median ms':>17}")
+        for name, r in (("prefetch (default)", fast), ("load on click (?prefetch=0)", slow)):
+            print(
+                f"{name:<30}{len(r.playing_ms):>8}{med(r.playing_ms):>11.1f}"
+                f"{pct(r.playing_ms, 90):>9.1f}{med(r.frame_ms):>17.1f}"
+            )
+        print(f"target: prefetch median < {TARGET_CLICK_MS:.0f} ms; labels stored: {fast.stored}")
+        figures |= {
+            "click_to_play_ms_median": f"{med(fast.playing_ms):.1f}",
+            "click_to_frame_ms_median": f"{med(fast.frame_ms):.1f}",
+            "no_prefetch_ms_median": f"{med(slow.playing_ms):.1f}",
+        }
+    _api_table([solo, crowd, big])
+    figures |= {
         "api_p99_ms": f"{pct(crowd.all_ms, 99):.1f}",
         "api_median_ms": f"{med(crowd.all_ms):.1f}",
         "api_rps": f"{len(crowd.all_ms) / crowd.wall_s:.0f}",
         "api_p99_1_labeller_ms": f"{pct(solo.all_ms, 99):.1f}",
         "labellers": str(crowd.labellers),
-        "api_errors": str(crowd.errors + solo.errors),
+        "api_errors": str(crowd.errors + solo.errors + big.errors),
+        "crowd": str(big.labellers),
+        "crowd_p50_ms": f"{med(big.all_ms):.1f}",
+        "crowd_p99_ms": f"{pct(big.all_ms, 99):.1f}",
+        "crowd_labels": str(big.saved),
+        "lost": str(solo.lost + crowd.lost + big.lost),
+        "duplicated": str(solo.duplicated + crowd.duplicated + big.duplicated),
     }
     print(" ".join(f"{k}={v}" for k, v in figures.items()))
 
@@ -327,22 +212,32 @@ def report(fast: ClickResult, slow: ClickResult, crowd: ApiResult, solo: ApiResu
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer labels and rounds (< 1 min)")
+    parser.add_argument("--api-only", action="store_true", help="skip the browser (no Chromium)")
     parser.add_argument("--labels", type=int, default=20, help="browser labels timed per mode")
     parser.add_argument("--labellers", type=int, default=20, help="concurrent API labellers")
     parser.add_argument("--rounds", type=int, default=100, help="next+label rounds per labeller")
+    parser.add_argument("--crowd", type=int, default=100, help="labellers in the largest crowd")
+    parser.add_argument("--crowd-rounds", type=int, default=20, help="rounds per crowd labeller")
     args = parser.parse_args()
     labels = 10 if args.quick else args.labels
     rounds = 20 if args.quick else args.rounds
+    crowd_rounds = 5 if args.quick else args.crowd_rounds
+    clicks = None
     with tempfile.TemporaryDirectory(prefix="bench_web_") as tmp:
         work = Path(tmp)
-        video = make_video(work / "clip.mp4")
-        fast = bench_click(work, labels, prefetch=True, video=video)
-        slow = bench_click(work, labels, prefetch=False, video=video)
+        if not args.api_only:
+            video = make_video(work / "clip.mp4")
+            clicks = (
+                bench_click(work, labels, prefetch=True, video=video),
+                bench_click(work, labels, prefetch=False, video=video),
+            )
         solo = bench_api(work, 1, rounds * 2)
         crowd = bench_api(work, args.labellers, rounds)
-    report(fast, slow, crowd, solo)
-    if fast.stored != labels or crowd.errors or solo.errors:
-        print(f"warning: {fast.stored}/{labels} labels stored, API errors", file=sys.stderr)
+        big = bench_api(work, args.crowd, crowd_rounds)
+    report(clicks, solo, crowd, big)
+    problems = [r for r in (solo, crowd, big) if r.errors or r.lost or r.duplicated]
+    if (clicks is not None and clicks[0].stored != labels) or problems:
+        print("warning: labels not stored, API errors, or labels lost/duplicated", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import pytest
 
 from rlhf.store import LabelStore
 from rlhf.types import Answer
+from tests.labelling import shown_pairs
 
 ANSWERS = list(Answer)
 SHIM_SOURCE = Path(__file__).with_name("fsync_shim.c")
@@ -136,7 +137,7 @@ def _lost_in_power_cut(
     for d in (run, shadow, after, run / "videos"):
         d.mkdir()
     store = LabelStore(run / "labels.sqlite")
-    add_pairs(store, count + 20)
+    shown_pairs(store, add_pairs, count + 20)
     store.close()
     # The pairs were on disk before the child started (closing checkpointed and synced them).
     shutil.copy(run / "labels.sqlite", shadow / "labels.sqlite")

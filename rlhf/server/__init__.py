@@ -8,10 +8,14 @@ whose videos the render worker has marked ready, and writes each answer durably 
 - :mod:`~rlhf.server.access`: token, loopback ``Host`` and ``Origin`` checks, headers, cookies;
 - :mod:`~rlhf.server.leases` and :mod:`~rlhf.server.pages`: who holds which pair, which pages
   still hold answers at the end of a run;
-- :mod:`~rlhf.server.serve`: waitress in a daemon thread.
+- :mod:`~rlhf.server.openapi`: the API as an OpenAPI document (``/api/openapi.json``);
+- :mod:`~rlhf.server.serve` and :mod:`~rlhf.server.wire`: waitress in a daemon thread, its own
+  HTTP errors answered as JSON too.
 
 Security defaults: bind 127.0.0.1; on any other interface a random token is required. There is
-no CORS and no debugger, videos are served by pair id only, and every error is a JSON 4xx/5xx.
+no CORS and no debugger, videos are served by pair id only, and every error is JSON. No client's
+input can fail another client's request: ids are checked before they reach SQLite, each label
+commits in its own savepoint, and only real ready pairs can be leased.
 """
 
 from rlhf.server.access import LABELLER_COOKIE, TOKEN_COOKIE, is_loopback

@@ -3,7 +3,9 @@ and the labeller cookie.
 
 Without a token only loopback ``Host`` headers are answered (DNS rebinding); with one, every
 request must carry it (``?token=`` on the page URL, then an HttpOnly SameSite=Strict cookie, or a
-Bearer header). Cross-origin POSTs are refused (CSRF); there is no CORS.
+Bearer header). Cross-origin POSTs are refused (CSRF): their ``Origin`` must be this server's
+scheme, host and port exactly, and a browser's ``Sec-Fetch-Site`` must say same-origin. There is
+no CORS.
 """
 
 from __future__ import annotations
@@ -78,10 +80,37 @@ def check_access() -> None:
         if not secrets.compare_digest(supplied.encode(), state.token.encode()):
             raise ApiError(403, "bad_token", "Wrong access token.")
         g.set_token_cookie = from_query
-    if request.method not in ("GET", "HEAD", "OPTIONS"):
-        origin = request.headers.get("Origin")
-        if origin and urlsplit(origin).netloc.lower() != request.host.lower():
-            raise ApiError(403, "cross_origin", "Cross-origin requests are not allowed.")
+    if request.method not in ("GET", "HEAD", "OPTIONS") and not _same_origin():
+        raise ApiError(403, "cross_origin", "Cross-origin requests are not allowed.")
+
+
+# What browsers send in Sec-Fetch-Site for a request a page of this origin made, or that the
+# person made themselves (typed URL, bookmark). "same-site" includes other ports of localhost.
+_OWN_FETCH_SITES = {"same-origin", "none"}
+
+
+def _same_origin() -> bool:
+    """False for a state-changing request that a browser says came from another origin."""
+    site = request.headers.get("Sec-Fetch-Site")
+    if site is not None and site.strip().lower() not in _OWN_FETCH_SITES:
+        return False
+    origin = request.headers.get("Origin")
+    if not origin:  # not a browser, or one too old to say: the token and Host checks apply
+        return True
+    own = _origin_key(f"{request.scheme}://{request.host}")
+    return own is not None and _origin_key(origin) == own
+
+
+def _origin_key(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an origin, default port filled in; None if it is malformed."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:  # "http://[", a port out of range...
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80)
 
 
 def finish_response(resp: Response) -> Response:

@@ -7,6 +7,7 @@ any crash, and the page may re-send whenever it is unsure whether one arrived.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -14,14 +15,19 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request, send_file
 
 from rlhf.server.access import labeller
+from rlhf.server.openapi import MAX_EXCLUDE_IDS as MAX_EXCLUDE
+from rlhf.server.openapi import MAX_OUTBOX_REPORT as MAX_OUTBOX
+from rlhf.server.openapi import openapi_document
 from rlhf.server.pages import PAGE_HEADER, valid_page_id
 from rlhf.server.payloads import pair_payload, status_payload, waiting
 from rlhf.server.state import ApiError, ServerState, server_state
-from rlhf.store import VIDEO_READY, LabelConflict, UnknownPair
+from rlhf.store import MAX_ROW_ID, VIDEO_READY, LabelConflict, PairNotShown, UnknownPair
 from rlhf.types import Answer
 
-MAX_EXCLUDE = 100
-MAX_OUTBOX = 1_000_000
+# ASCII digits only: str.isdigit() and int() also take other scripts' digits, and "²" passes
+# the one but not the other.
+_COUNT_RE = re.compile(r"[0-9]{1,7}")
+_ID_RE = re.compile(r"[0-9]{1,19}")
 
 bp = Blueprint("api", __name__)
 
@@ -33,6 +39,12 @@ def _note_page() -> None:
         page = valid_page_id(request.headers.get(PAGE_HEADER))
         answering = request.method == "POST"
         server_state().pages.seen(page, time.monotonic(), answering=answering)
+
+
+@bp.get("/api/openapi.json")
+def api_openapi() -> Response:
+    """The API described for other clients and for tools that test it (see openapi.py)."""
+    return jsonify(openapi_document())
 
 
 @bp.get("/api/status")
@@ -47,22 +59,25 @@ def api_status() -> Response:
 
 def _parse_outbox_report() -> tuple[int | None, bool]:
     """``?outbox=N&ended=1``: answers the page still holds, and whether it has seen the end."""
-    raw = request.args.get("outbox")
+    raw, ended = request.args.get("outbox"), request.args.get("ended")
+    if ended not in (None, "0", "1"):
+        raise ApiError(400, "bad_ended", "ended must be 0 or 1.")
     if raw is None:
         return None, False
-    if not raw.isdigit() or int(raw) > MAX_OUTBOX:
+    if not _COUNT_RE.fullmatch(raw) or int(raw) > MAX_OUTBOX:
         raise ApiError(400, "bad_outbox", "outbox must be a count of answers.")
-    return int(raw), request.args.get("ended") == "1"
+    return int(raw), ended == "1"
 
 
 def _parse_exclude(raw: str) -> list[int]:
-    parts = [p for p in raw.split(",") if p.strip()]
+    parts = [p.strip() for p in raw.split(",") if p.strip()]
     if len(parts) > MAX_EXCLUDE:
         raise ApiError(400, "bad_exclude", f"exclude takes at most {MAX_EXCLUDE} ids.")
-    try:
-        return [int(p) for p in parts]
-    except ValueError:
-        raise ApiError(400, "bad_exclude", "exclude must be comma-separated pair ids.") from None
+    if not all(_ID_RE.fullmatch(p) and 1 <= int(p) <= MAX_ROW_ID for p in parts):
+        raise ApiError(
+            400, "bad_exclude", f"exclude must be comma-separated pair ids (1 to {MAX_ROW_ID})."
+        )
+    return [int(p) for p in parts]
 
 
 @bp.get("/api/next")
@@ -83,12 +98,14 @@ def api_next() -> Response:
 def _lease_next(state: ServerState, exclude: list[int], who: str) -> list[Any]:
     with state.leases.lock:
         now = time.monotonic()
-        # The pairs the page already holds stay its own while it keeps asking.
-        state.leases.take([p for p in exclude if p > 0], who, now)
+        # The pairs the page already holds stay its own while it keeps asking. Only pairs that
+        # can be handed out now are leased, and never away from another labeller: made-up ids
+        # cannot fill the table, and one page cannot take the pairs others are watching.
+        state.leases.take(state.store.ready_among(exclude), who, now, steal=False)
         others = state.leases.held_by_others(who, now)
-        recs = state.store.next_ready(tuple(sorted(set(exclude) | others)), limit=1)
+        recs = state.store.next_ready(set(exclude) | others, limit=1)
         if not recs and others:
-            recs = state.store.next_ready(tuple(exclude), limit=1)
+            recs = state.store.next_ready(exclude, limit=1)
         if recs:
             state.leases.take([recs[0].id], who, now)
     return recs
@@ -99,8 +116,10 @@ def _json_object() -> dict[str, Any]:
         raise ApiError(415, "unsupported_media_type", "Send the body as application/json.")
     try:
         body = json.loads(request.get_data(cache=False))
-    except (ValueError, UnicodeDecodeError):
+    except ValueError:  # UnicodeDecodeError included
         raise ApiError(400, "bad_json", "The body is not valid JSON.") from None
+    except RecursionError:
+        raise ApiError(400, "bad_json", "The body's JSON is nested too deeply.") from None
     if not isinstance(body, dict):
         raise ApiError(400, "bad_json", "The body must be a JSON object.")
     return body
@@ -135,6 +154,10 @@ def api_label() -> Response:
         )
     except UnknownPair:
         raise ApiError(404, "unknown_pair", f"There is no pair {pair_id}.") from None
+    except PairNotShown:
+        raise ApiError(
+            409, "not_shown", f"Pair {pair_id} has not been shown: its video was never ready."
+        ) from None
     except LabelConflict:
         raise ApiError(
             409, "conflict", f"Pair {pair_id} already has a different answer; it was kept."
@@ -146,7 +169,7 @@ def api_label() -> Response:
             "duplicate": not new,
             "pair_id": pair_id,
             "answer": answer.value,
-            "labels_done": state.store.counts().labelled,
+            "labels_done": state.store.label_count(),
         }
     )
 
@@ -167,7 +190,7 @@ def api_undo() -> Response:
             "answer": rec.answer.value,
             "pair": pair,
             **pair,
-            "labels_done": state.store.counts().labelled,
+            "labels_done": state.store.label_count(),
         }
     )
 
@@ -192,7 +215,7 @@ def _video_file(state: ServerState, pair_id: int) -> Path:
     raise ApiError(404, "video_missing", f"The video of pair {pair_id} is missing.")
 
 
-@bp.get("/videos/<int:pair_id>.mp4")
+@bp.get(f"/videos/<int(min=1, max={MAX_ROW_ID}):pair_id>.mp4")
 def video(pair_id: int) -> Response:
     path = _video_file(server_state(), pair_id)
     return send_file(path, mimetype="video/mp4", conditional=True, max_age=0)

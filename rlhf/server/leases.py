@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 LEASE_SECONDS = 300.0
 """How long a pair handed to one labeller is kept from the others."""
@@ -12,8 +13,9 @@ class Leases:
     """Pairs handed out per labeller, each until its lease expires.
 
     Leases only spread work: when every ready pair is leased to someone else, the pair is handed
-    out anyway (a second answer is harmless: same answer -> duplicate, different -> 409).
-    Callers hold :attr:`lock` around a look-then-take sequence.
+    out anyway (a second answer is harmless: same answer -> duplicate, different -> 409). Callers
+    hold :attr:`lock` around a look-then-take sequence, and only ever lease pairs that exist and
+    are ready, so the table never holds more entries than there are pairs to hand out.
     """
 
     def __init__(self, ttl_s: float = LEASE_SECONDS) -> None:
@@ -21,13 +23,19 @@ class Leases:
         self.lock = threading.Lock()
         self._held: dict[int, tuple[str, float]] = {}
 
+    def __len__(self) -> int:
+        return len(self._held)
+
     def held_by_others(self, labeller: str, now: float) -> set[int]:
         self._held = {p: v for p, v in self._held.items() if v[1] > now}
         return {p for p, (who, _) in self._held.items() if who != labeller}
 
-    def take(self, pair_ids: list[int], labeller: str, now: float) -> None:
+    def take(self, pair_ids: Iterable[int], labeller: str, now: float, steal: bool = True) -> None:
+        """Lease ``pair_ids`` to ``labeller``; with ``steal=False`` another's live lease stays."""
         for pair_id in pair_ids:
-            self._held[pair_id] = (labeller, now + self.ttl_s)
+            holder = self._held.get(pair_id)
+            if steal or holder is None or holder[0] == labeller or holder[1] <= now:
+                self._held[pair_id] = (labeller, now + self.ttl_s)
 
     def release(self, pair_id: int) -> None:
         with self.lock:

@@ -31,7 +31,11 @@ def status_payload(state: ServerState) -> dict[str, Any]:
     trainer = TrainerStatus.from_json(store.get_meta(STATUS_KEY))
     hint = state.total_labels_hint
     # 0 means the trainer has not said (or asked) yet: then the run's configured total says more.
-    requested = trainer.labels_requested if trainer is not None else 0
+    # Its figure is as old as its last status update, while every stored pair has been requested
+    # (and only a pair can be labelled): never report fewer requested than that, so the page
+    # never shows "12 of 10".
+    requested = (trainer.labels_requested if trainer is not None else 0) or hint or 0
+    requested = max(requested, counts.pairs) or None
     total = trainer.labels_total if trainer is not None else 0
 
     def figure(name: str) -> int | float | None:
@@ -39,7 +43,7 @@ def status_payload(state: ServerState) -> dict[str, Any]:
 
     return {
         "labels_done": counts.labelled,
-        "labels_requested": requested or hint,
+        "labels_requested": requested,
         "total_labels": total or hint,
         "pending": counts.pending_video,
         "ready": counts.ready_unlabelled,

@@ -8,6 +8,7 @@ on connections and request sizes). It logs no line per request, so the trainer k
 from __future__ import annotations
 
 import logging
+import resource
 import secrets
 import socket
 import threading
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
+from waitress import wasyncore
 from waitress.channel import HTTPChannel
 from waitress.server import create_server
 
@@ -24,15 +26,19 @@ from rlhf.config import WebConfig
 from rlhf.server.access import is_loopback
 from rlhf.server.app import create_app
 from rlhf.server.state import ServerState
+from rlhf.server.wire import use_json_errors
 from rlhf.store import LabelStore
 
 log = logging.getLogger(__name__)
 
 THREADS = 8
-"""Worker threads. A page keeps at most a few requests going (status, next pair, one answer,
-two videos), each done in milliseconds; waitress buffers slow clients without holding a thread."""
-CONNECTION_LIMIT = 100
-"""Open connections at most (Chromium keeps up to 6 per page): ~15 labellers at once."""
+"""Worker threads: the bounded pool every request is served from. A page keeps at most a few
+requests going (status, next pair, one answer, two videos), each done in milliseconds; waitress
+buffers slow and half-open clients in its event loop without holding a thread."""
+CONNECTION_LIMIT = 1000
+"""Open connections at most (Chromium keeps up to 6 per page). An open connection costs a socket,
+not a thread, so this is high: a few hundred idle or half-open connections (slow clients, or a
+hostile one) must not lock labellers out until the channel timeout."""
 CHANNEL_TIMEOUT_S = 60
 """Idle keep-alive connections are closed after this long (pages poll every 2 s)."""
 MAX_REQUEST_BODY_BYTES = 64 * 1024
@@ -108,22 +114,37 @@ def _bracket(host: str) -> str:
 def _shut_down(
     server: Any, socket_map: dict[int, Any], thread: threading.Thread, timeout: float
 ) -> None:
-    def close_all() -> None:
+    """Close every connection, end the loop and the worker threads, then the wake-up pipe.
+
+    The pipe closes last, from this thread: whoever writes to it after it closed (a worker
+    finishing a request, or this thread waking the loop) would write into whatever file has
+    since been given its descriptor number, a socket or the label store.
+    """
+    trigger = server.trigger
+
+    def close_connections() -> None:
         for channel in list(socket_map.values()):
+            if channel is trigger:
+                continue
             if isinstance(channel, HTTPChannel):
                 channel.handle_close()  # also wakes a worker thread waiting to write to it
-            else:
-                channel.close()  # the listening socket and waitress' wake-up pipe
-        socket_map.clear()  # an empty map ends waitress' loop
+            else:  # the listening socket (the server's own close() would close the pipe too)
+                wasyncore.dispatcher.close(channel)
+
+    def leave_loop() -> None:
+        close_connections()
+        trigger.del_channel()  # the map is empty now, which ends waitress' loop
 
     if thread.is_alive():
         # Sockets belong to the loop's thread: ask it to close them between two polls.
-        server.trigger.pull_trigger(close_all)
+        trigger.pull_trigger(leave_loop)
         thread.join(timeout)
     if thread.is_alive() or socket_map:
         log.warning("web server loop did not stop in %.1f s; closing its sockets", timeout)
-        close_all()
+        close_connections()
+        socket_map.clear()
     server.task_dispatcher.shutdown(timeout=timeout)
+    trigger.close()
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -138,6 +159,15 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def connection_limit() -> int:
+    """:data:`CONNECTION_LIMIT`, or less where the process may not open that many files (each
+    connection is one; the store, videos and the trainer need some too)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return CONNECTION_LIMIT
+    return max(16, min(CONNECTION_LIMIT, soft // 2))
 
 
 def _public_address() -> str:
@@ -169,7 +199,7 @@ def serve_in_thread(
             map=socket_map,
             sockets=[sock],
             threads=THREADS,
-            connection_limit=CONNECTION_LIMIT,
+            connection_limit=connection_limit(),
             channel_timeout=CHANNEL_TIMEOUT_S,
             cleanup_interval=10,  # how often idle connections are looked for
             max_request_body_size=MAX_REQUEST_BODY_BYTES,
@@ -180,6 +210,7 @@ def serve_in_thread(
     except BaseException:
         sock.close()
         raise
+    use_json_errors(server)
     port = int(sock.getsockname()[1])
     thread = threading.Thread(target=server.run, name="rlhf-web", daemon=True)
     thread.start()

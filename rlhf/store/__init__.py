@@ -7,22 +7,27 @@ be acknowledged safely. The file carries its schema version (``PRAGMA user_versi
 applies the migrations it lacks, and a file from a newer rlhf is refused.
 """
 
+from rlhf.store.errors import io_error_line
 from rlhf.store.label_store import LabelStore
 from rlhf.store.records import (
+    MAX_ROW_ID,
     VIDEO_FAILED,
     VIDEO_PENDING,
     VIDEO_READY,
     VIDEO_RENDERING,
     LabelConflict,
     LabelRecord,
+    PairNotShown,
     PairRecord,
     StoreCounts,
     UnknownPair,
+    is_row_id,
 )
 from rlhf.store.schema import LATEST_VERSION, MIGRATIONS, StoreVersionError
 
 __all__ = [
     "LATEST_VERSION",
+    "MAX_ROW_ID",
     "MIGRATIONS",
     "VIDEO_FAILED",
     "VIDEO_PENDING",
@@ -31,8 +36,11 @@ __all__ = [
     "LabelConflict",
     "LabelRecord",
     "LabelStore",
+    "PairNotShown",
     "PairRecord",
     "StoreCounts",
     "StoreVersionError",
     "UnknownPair",
+    "io_error_line",
+    "is_row_id",
 ]

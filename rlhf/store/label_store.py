@@ -4,48 +4,28 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from rlhf.store.labels import LabelWriter
 from rlhf.store.records import (
     VIDEO_FAILED,
     VIDEO_PENDING,
     VIDEO_READY,
     VIDEO_RENDERING,
-    LabelConflict,
-    LabelRecord,
     PairRecord,
     StoreCounts,
     UnknownPair,
-    label_record,
+    is_row_id,
     pack_segment,
     pair_record,
     unpack_segment,
 )
-from rlhf.store.videos import VideoQueue
 from rlhf.types import Answer, Pair, Preference, Segment
 
 
-@dataclass
-class _PendingLabel:
-    """One add_label call waiting for the group commit that will carry it."""
-
-    args: tuple[int, Answer, str, str | None, int | None]
-    done: threading.Event = field(default_factory=threading.Event)
-    result: bool | None = None
-    error: BaseException | None = None
-
-
-class LabelStore(VideoQueue):
+class LabelStore(LabelWriter):
     """Thread-safe handle on a run's ``labels.sqlite``; each thread gets its own connection."""
-
-    def __init__(self, path: str | Path) -> None:
-        self._queue_lock = threading.Lock()
-        self._label_queue: list[_PendingLabel] = []
-        super().__init__(path)
 
     # -- metadata ------------------------------------------------------------------------------
     def set_meta(self, key: str, value: Any) -> None:
@@ -136,6 +116,8 @@ class LabelStore(VideoQueue):
         return unpack_segment(row["env_id"], row["start_step"], row["arrays"])
 
     def get_pair_record(self, pair_id: int) -> PairRecord:
+        if not is_row_id(pair_id):  # SQLite cannot even bind it; no row has such an id
+            raise UnknownPair(pair_id)
         row = self._con().execute("SELECT * FROM pairs WHERE id=?", (pair_id,)).fetchone()
         if row is None:
             raise UnknownPair(pair_id)
@@ -145,96 +127,7 @@ class LabelStore(VideoQueue):
         rec = self.get_pair_record(pair_id)
         return Pair(self.get_segment(rec.left_segment), self.get_segment(rec.right_segment))
 
-    # -- labels --------------------------------------------------------------------------------
-    def add_label(
-        self,
-        pair_id: int,
-        answer: Answer,
-        source: str = "human",
-        labeller: str | None = None,
-        response_ms: int | None = None,
-    ) -> bool:
-        """Store a label durably. Returns True if new, False if the same answer was already there.
-
-        Raises:
-            UnknownPair: no such pair.
-            LabelConflict: the pair already has a different answer.
-        """
-        item = _PendingLabel((pair_id, Answer(answer), source, labeller, response_ms))
-        with self._queue_lock:
-            self._label_queue.append(item)
-        # Group commit: whoever holds the write lock commits every queued label in one
-        # transaction (one fsync), so concurrent writers share the price of durability. A label
-        # is reported only once the transaction holding it has committed.
-        while not item.done.is_set():
-            with self._write_lock:
-                if item.done.is_set():
-                    break
-                with self._queue_lock:
-                    batch, self._label_queue = self._label_queue, []
-                self._commit_labels(batch)
-        if item.error is not None:
-            raise item.error
-        return bool(item.result)
-
-    def _commit_labels(self, batch: list[_PendingLabel]) -> None:
-        try:
-            with self._tx() as con:
-                for item in batch:
-                    try:
-                        item.result = self._insert_label(con, *item.args)
-                    except (UnknownPair, LabelConflict) as exc:
-                        item.error = exc
-        except BaseException as exc:  # the transaction failed: nothing in it is durable
-            for item in batch:
-                item.result, item.error = None, exc
-            raise
-        finally:
-            for item in batch:
-                item.done.set()
-
-    @staticmethod
-    def _insert_label(
-        con: sqlite3.Connection,
-        pair_id: int,
-        answer: Answer,
-        source: str,
-        labeller: str | None,
-        response_ms: int | None,
-    ) -> bool:
-        if con.execute("SELECT 1 FROM pairs WHERE id=?", (pair_id,)).fetchone() is None:
-            raise UnknownPair(pair_id)
-        row = con.execute("SELECT answer FROM labels WHERE pair_id=?", (pair_id,)).fetchone()
-        if row is not None:
-            if row["answer"] == answer.value:
-                return False
-            raise LabelConflict(f"pair {pair_id} is already labelled {row['answer']!r}")
-        con.execute(
-            "INSERT INTO labels(pair_id, answer, source, labeller, response_ms, created_at)"
-            " VALUES(?, ?, ?, ?, ?, ?)",
-            (pair_id, answer.value, source, labeller, response_ms, time.time()),
-        )
-        return True
-
-    def undo_last(self, source: str = "human", labeller: str | None = None) -> LabelRecord | None:
-        """Remove the most recent label from ``source`` (and ``labeller`` if given); returns it."""
-        with self._tx() as con:
-            query = "SELECT * FROM labels WHERE source=?"
-            args: list[Any] = [source]
-            if labeller is not None:
-                query += " AND labeller=?"
-                args.append(labeller)
-            row = con.execute(query + " ORDER BY seq DESC LIMIT 1", args).fetchone()
-            if row is None:
-                return None
-            con.execute("DELETE FROM labels WHERE seq=?", (row["seq"],))
-        return label_record(row)
-
-    def labels(self) -> list[LabelRecord]:
-        """Every stored label, oldest first."""
-        rows = self._con().execute("SELECT * FROM labels ORDER BY seq").fetchall()
-        return [label_record(r) for r in rows]
-
+    # -- labels (writing them: see rlhf.store.labels) -------------------------------------------
     def preferences(self, cache: dict[int, Pair] | None = None) -> list[Preference]:
         """All non-skip labels as training data; ``cache`` (pair id -> Pair) avoids re-reading."""
         cache = cache if cache is not None else {}

@@ -15,6 +15,9 @@ VIDEO_RENDERING = "rendering"
 VIDEO_READY = "ready"
 VIDEO_FAILED = "failed"
 
+MAX_ROW_ID = 2**63 - 1
+"""The largest id SQLite can store: a larger Python int cannot even be bound as a parameter."""
+
 
 class LabelConflict(Exception):
     """A pair already carries a different answer."""
@@ -22,6 +25,15 @@ class LabelConflict(Exception):
 
 class UnknownPair(KeyError):
     """No pair with this id exists."""
+
+
+class PairNotShown(Exception):
+    """The pair's video was never ready, so nobody can have watched it: a label would be a guess."""
+
+
+def is_row_id(value: object) -> bool:
+    """True for an int SQLite can hold as a row id (1 to 2^63-1); bools are not ids."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_ROW_ID
 
 
 @dataclass(frozen=True)
@@ -75,6 +87,7 @@ def pack_segment(segment: Segment) -> bytes:
         true_rewards=segment.true_rewards,
         qpos=segment.qpos,
         qvel=segment.qvel,
+        absorbing=np.int64(segment.absorbing),
     )
     return buf.getvalue()
 
@@ -82,7 +95,9 @@ def pack_segment(segment: Segment) -> bytes:
 def unpack_segment(env_id: str, start_step: int, blob: bytes) -> Segment:
     with np.load(io.BytesIO(blob)) as data:
         arrays = {k: data[k] for k in data.files}
-    return Segment(env_id=env_id, start_step=start_step, **arrays)
+    # Segments stored before absorbing padding existed have none.
+    absorbing = int(arrays.pop("absorbing", 0))
+    return Segment(env_id=env_id, start_step=start_step, absorbing=absorbing, **arrays)
 
 
 def pair_record(row: sqlite3.Row) -> PairRecord:

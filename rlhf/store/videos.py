@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 
 from rlhf.store.connection import StoreConnections
@@ -12,6 +14,7 @@ from rlhf.store.records import (
     VIDEO_READY,
     VIDEO_RENDERING,
     PairRecord,
+    is_row_id,
     pair_record,
 )
 
@@ -55,17 +58,36 @@ class VideoQueue(StoreConnections):
             )
             return int(cur.rowcount)
 
-    def next_ready(self, exclude: tuple[int, ...] = (), limit: int = 1) -> list[PairRecord]:
+    def next_ready(self, exclude: Iterable[int] = (), limit: int = 1) -> list[PairRecord]:
         """Oldest pairs with a ready video and no label, skipping the ids in ``exclude``."""
-        # No clause at all for an empty exclude: ``id NOT IN (NULL)`` is NULL, which matches nothing.
-        skip = f" AND id NOT IN ({','.join('?' * len(exclude))})" if exclude else ""
+        # The ids travel as one JSON parameter, not one "?" each: however many there are, the
+        # query stays within SQLite's limit on bound variables.
         rows = (
             self._con()
             .execute(
                 "SELECT * FROM pairs WHERE video_status=? AND id NOT IN "
-                f"(SELECT pair_id FROM labels){skip} ORDER BY id LIMIT ?",
-                (VIDEO_READY, *exclude, limit),
+                "(SELECT pair_id FROM labels) AND id NOT IN (SELECT value FROM json_each(?))"
+                " ORDER BY id LIMIT ?",
+                (VIDEO_READY, _id_list(exclude), limit),
             )
             .fetchall()
         )
         return [pair_record(r) for r in rows]
+
+    def ready_among(self, pair_ids: Iterable[int]) -> set[int]:
+        """The ids among ``pair_ids`` of pairs that could be handed out now (ready, unlabelled)."""
+        rows = (
+            self._con()
+            .execute(
+                "SELECT id FROM pairs WHERE id IN (SELECT value FROM json_each(?))"
+                " AND video_status=? AND id NOT IN (SELECT pair_id FROM labels)",
+                (_id_list(pair_ids), VIDEO_READY),
+            )
+            .fetchall()
+        )
+        return {int(r["id"]) for r in rows}
+
+
+def _id_list(pair_ids: Iterable[int]) -> str:
+    """A JSON array of the ids a row can have; anything else could match no row anyway."""
+    return json.dumps(sorted({p for p in pair_ids if is_row_id(p)}))

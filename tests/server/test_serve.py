@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
+import waitress.trigger
 
 from rlhf.config import WebConfig
 from rlhf.server import serve_in_thread
 from rlhf.store import LabelStore
 from rlhf.types import Answer
+from tests.labelling import shown_pairs
 from tests.server.wire import TRAVERSALS
 from tests.server.wire import http_request as _http
 
@@ -101,7 +105,7 @@ def test_serving_prints_nothing(web_run: Run, capfd: pytest.CaptureFixture[str])
 # -- concurrency ------------------------------------------------------------------------------------
 def test_concurrent_submits_lose_and_duplicate_nothing(tmp_path: Path, add_pairs) -> None:
     store = LabelStore(tmp_path / "labels.sqlite")
-    ids = add_pairs(store, 48)
+    ids = shown_pairs(store, add_pairs, 48)
     answers = [a.value for a in Answer]
     handle = serve_in_thread(store, tmp_path / "videos", WebConfig())
     results: list[tuple[int, int, bool]] = []
@@ -150,3 +154,39 @@ def test_video_ranges_on_the_wire(web_run: Run) -> None:
         )
         assert status == 206 and body == data[10:110]
         assert headers["content-range"] == f"bytes 10-109/{len(data)}"
+
+
+def test_stop_under_load_never_writes_to_a_closed_pipe(
+    web_run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Waitress wakes its loop by writing to a pipe. Once closed, its descriptor number may belong
+    to another file (a socket, the label store): nobody may write to it after stop closed it."""
+    late: list[str] = []
+    original = waitress.trigger.trigger._physical_pull
+
+    def watched(self) -> None:
+        if self._closed:
+            late.append(threading.current_thread().name)
+        original(self)
+
+    monkeypatch.setattr(waitress.trigger.trigger, "_physical_pull", watched)
+    store, videos = web_run
+    label = {"pair_id": 1, "answer": "left"}
+    for _ in range(25):
+        handle = serve_in_thread(store, videos, WebConfig())
+        done = threading.Event()
+
+        def hammer(port: int = handle.port, done: threading.Event = done) -> None:
+            while not done.is_set():
+                with contextlib.suppress(OSError, http.client.HTTPException):
+                    _http(port, "POST", "/api/label", label)
+
+        threads = [threading.Thread(target=hammer) for _ in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(0.02)
+        handle.stop()
+        done.set()
+        for t in threads:
+            t.join(10)
+    assert late == []

@@ -1,0 +1,297 @@
+"""The labelling API described as OpenAPI 3.1, served at ``/api/openapi.json``.
+
+With it, people can write their own labelling clients, and tools can test the server against it
+(the test suite does, with schemathesis: every response must match what is written here). Keep it
+true: ``tests/server/test_openapi.py`` fails when a route, a method, a status code or a field
+changes without this document changing with it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from rlhf.status import Phase
+from rlhf.store import MAX_ROW_ID
+from rlhf.types import Answer
+
+MAX_EXCLUDE_IDS = 100
+MAX_OUTBOX_REPORT = 1_000_000
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _int(minimum: int = 0, maximum: int | None = None, nullable: bool = False) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": ["integer", "null"] if nullable else "integer"}
+    schema["minimum"] = minimum
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return schema
+
+
+def _nullable(kind: str) -> dict[str, Any]:
+    return {"type": [kind, "null"]}
+
+
+def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required or list(properties)}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+_ERRORS = {
+    400: "Malformed request: bad query value, bad JSON, or HTTP the server cannot parse.",
+    401: "A token is required (the server is exposed beyond this machine).",
+    403: "Wrong token, a Host header that is not loopback, or a cross-origin request.",
+    404: "No such route, pair or video.",
+    409: "The request conflicts with what is stored.",
+    413: "The body is too large (16 KiB for the API, 64 KiB for any request).",
+    415: "The body is not application/json.",
+    422: "The JSON body has a wrong or missing field.",
+    416: "The requested byte range is not in the video.",
+    431: "The request line and headers are too large.",
+    503: "The server is shutting down, or the label store is busy: retry.",
+}
+_ALWAYS = (400, 401, 403, 413, 431, 503)
+"""What any request may get: the HTTP layer's and access control's answers, and "retry later"."""
+
+
+def _responses(ok: dict[str, Any], *codes: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"200": ok}
+    for code in sorted({*_ALWAYS, *codes}):
+        out[str(code)] = {"$ref": f"#/components/responses/E{code}"}
+    return out
+
+
+_PAGE_HEADER = {
+    "name": "X-Rlhf-Page",
+    "in": "header",
+    "required": False,
+    "description": "A random id per page load; lets the server end its grace period early.",
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{8,64}$"},
+}
+
+_PAIR = _object(
+    {
+        "pair_id": _int(1, MAX_ROW_ID),
+        "video_url": {"type": "string", "pattern": "^/videos/[0-9]+\\.mp4$"},
+        "iteration": _int(),
+    }
+)
+_STATUS = _object(
+    {
+        "labels_done": _int(),
+        "labels_requested": _int(nullable=True),
+        "total_labels": _int(nullable=True),
+        "pending": _int(),
+        "ready": _int(),
+        "equal": _int(),
+        "skipped": _int(),
+        "failed": _int(),
+        "pairs": _int(),
+        "iteration": _int(nullable=True),
+        "env_steps": _int(nullable=True),
+        "total_timesteps": _int(nullable=True),
+        "latest_true_return": _nullable("number"),
+        "labels_used": _int(nullable=True),
+        "phase": {"enum": [*(p.value for p in Phase), None]},
+        "message": _nullable("string"),
+        "resume_command": _nullable("string"),
+        "closing": {"type": "boolean"},
+        "watch_command": _nullable("string"),
+        "run_name": _nullable("string"),
+        "env_id": _nullable("string"),
+    }
+)
+_READY = _object(
+    {
+        "pair": _ref("Pair"),
+        "pair_id": _int(1, MAX_ROW_ID),
+        "video_url": {"type": "string"},
+        "iteration": _int(),
+        "state": {"const": "ready"},
+        "reason": {"type": "null"},
+    }
+)
+_WAITING = _object(
+    {
+        "pair": {"type": "null"},
+        "state": {"enum": ["rendering", "busy", "waiting", "finished"]},
+        "reason": {"type": "string"},
+        "status": _ref("Status"),
+    }
+)
+_LABEL_REQUEST = _object(
+    {
+        "pair_id": _int(1, MAX_ROW_ID),
+        "answer": {"enum": [a.value for a in Answer]},
+        "response_ms": _int(0, 86_400_000, nullable=True),
+    },
+    required=["pair_id", "answer"],
+)
+_LABEL_REPLY = _object(
+    {
+        "saved": {"const": True},
+        "duplicate": {"type": "boolean", "description": "The same answer was already stored."},
+        "pair_id": _int(1, MAX_ROW_ID),
+        "answer": {"enum": [a.value for a in Answer]},
+        "labels_done": _int(),
+    }
+)
+_UNDO_REPLY = _object(
+    {
+        "undone": {"const": True},
+        "answer": {"enum": [a.value for a in Answer]},
+        "pair": _ref("Pair"),
+        "pair_id": _int(1, MAX_ROW_ID),
+        "video_url": {"type": "string"},
+        "iteration": _int(),
+        "labels_done": _int(),
+    }
+)
+_ERROR = _object(
+    {
+        "error": {"type": "string", "description": "A stable code, e.g. unknown_pair."},
+        "message": {"type": "string", "minLength": 1, "description": "For a person."},
+    }
+)
+
+_PATHS: dict[str, Any] = {
+    "/api/status": {
+        "get": {
+            "summary": "The run's progress and the trainer's figures.",
+            "parameters": [
+                {
+                    "name": "outbox",
+                    "in": "query",
+                    "description": "Answers this page still holds (the page reports it).",
+                    "schema": _int(0, MAX_OUTBOX_REPORT),
+                },
+                {
+                    "name": "ended",
+                    "in": "query",
+                    "description": "1 once the page has seen the run end.",
+                    "schema": {"enum": ["0", "1"]},
+                },
+                _PAGE_HEADER,
+            ],
+            "responses": _responses(_json(_ref("Status"), "Progress.")),
+        }
+    },
+    "/api/next": {
+        "get": {
+            "summary": "The next pair to label (leased to this labeller for a while).",
+            "parameters": [
+                {
+                    "name": "exclude",
+                    "in": "query",
+                    "description": f"Comma-separated ids this page already holds (at most {MAX_EXCLUDE_IDS}).",
+                    "schema": {"type": "string", "pattern": "^[0-9,]*$"},
+                },
+                _PAGE_HEADER,
+            ],
+            "responses": _responses(
+                _json({"oneOf": [_ref("NextReady"), _ref("NextWaiting")]}, "A pair, or why none.")
+            ),
+        }
+    },
+    "/api/label": {
+        "post": {
+            "summary": "Store an answer durably; idempotent by pair id.",
+            "parameters": [_PAGE_HEADER],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": _ref("LabelRequest")}},
+            },
+            "responses": _responses(
+                _json(_ref("LabelReply"), "Stored (or already stored) before this reply."),
+                404,
+                409,
+                415,
+                422,
+            ),
+        }
+    },
+    "/api/undo": {
+        "post": {
+            "summary": "Take back this labeller's most recent answer; the pair comes back.",
+            "parameters": [_PAGE_HEADER],
+            "requestBody": {
+                "required": False,
+                "content": {"application/json": {"schema": {"type": "object"}}},
+            },
+            "responses": _responses(_json(_ref("UndoReply"), "Undone."), 409),
+        }
+    },
+    "/videos/{pair_id}.mp4": {
+        "get": {
+            "summary": "A pair's video (both clips side by side), once it is ready.",
+            "parameters": [
+                {"name": "pair_id", "in": "path", "required": True, "schema": _int(1, MAX_ROW_ID)}
+            ],
+            "responses": {
+                **_responses(
+                    {
+                        "description": "The video (byte ranges are supported: 206, 416).",
+                        "content": {"video/mp4": {"schema": {"type": "string"}}},
+                    },
+                    404,
+                    416,
+                ),
+                "206": {"description": "Part of the video.", "content": {"video/mp4": {}}},
+                "304": {"description": "Not modified."},
+            },
+        }
+    },
+    "/api/openapi.json": {
+        "get": {
+            "summary": "This document.",
+            "responses": _responses(_json({"type": "object"}, "OpenAPI 3.1.")),
+        }
+    },
+}
+
+
+def openapi_document() -> dict[str, Any]:
+    """The API as an OpenAPI 3.1 document (a fresh dict each call)."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "rlhf labelling API",
+            "version": "1",
+            "description": (
+                "Pairs of robot clips to compare, and the answers people give. Every error is "
+                'JSON {"error": code, "message": text}. Without a token the server answers only '
+                "loopback Host headers; with one, send it as ?token=, the rlhf_token cookie or a "
+                "Bearer header. POSTs from another origin are refused."
+            ),
+        },
+        "paths": copy.deepcopy(_PATHS),
+        "security": [{}, {"token": []}, {"cookie": []}, {"bearer": []}],
+        "components": {
+            "schemas": copy.deepcopy(
+                {
+                    "Pair": _PAIR,
+                    "Status": _STATUS,
+                    "NextReady": _READY,
+                    "NextWaiting": _WAITING,
+                    "LabelRequest": _LABEL_REQUEST,
+                    "LabelReply": _LABEL_REPLY,
+                    "UndoReply": _UNDO_REPLY,
+                    "Error": _ERROR,
+                }
+            ),
+            "responses": {
+                f"E{code}": _json(_ref("Error"), text) for code, text in sorted(_ERRORS.items())
+            },
+            "securitySchemes": {
+                "token": {"type": "apiKey", "in": "query", "name": "token"},
+                "cookie": {"type": "apiKey", "in": "cookie", "name": "rlhf_token"},
+                "bearer": {"type": "http", "scheme": "bearer"},
+            },
+        },
+    }
