@@ -12,6 +12,7 @@ import inspect
 import io
 import os
 import re
+import sqlite3
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,6 +22,7 @@ import tyro
 
 from rlhf import config_paths
 from rlhf.config import Config, ConfigError, VideoConfig, WebConfig
+from rlhf.sweep.command import Sweep
 
 T = TypeVar("T")
 
@@ -60,11 +62,12 @@ class Serve:
     """Video rendering settings."""
 
 
-COMMANDS: dict[str, type] = {"train": Config, "serve": Serve}
+COMMANDS: dict[str, type] = {"train": Config, "serve": Serve, "sweep": Sweep}
 
 Command = (
     Annotated[Config, tyro.conf.subcommand("train", prefix_name=False)]
     | Annotated[Serve, tyro.conf.subcommand("serve", prefix_name=False)]
+    | Annotated[Sweep, tyro.conf.subcommand("sweep", prefix_name=False)]
 )
 
 
@@ -74,7 +77,7 @@ def fail(message: str) -> None:
     raise SystemExit(2)
 
 
-def parse(argv: list[str]) -> Config | Serve:
+def parse(argv: list[str]) -> Config | Serve | Sweep:
     """The command ``argv`` asks for, validated; any user error exits through :func:`fail`."""
     if argv and not argv[0].startswith("-"):
         if argv[0] not in COMMANDS:
@@ -185,12 +188,21 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if isinstance(command, Serve):
             _serve(command)
+        elif isinstance(command, Sweep):
+            from rlhf.sweep.driver import sweep_main
+
+            sweep_main(command)
         else:
             from rlhf.runner import run
 
             run(command)
     except ConfigError as exc:
         fail(str(exc))
+    except (OSError, sqlite3.Error) as exc:  # a full disk, a read-only run directory
+        from rlhf.store import io_error_line
+
+        print(f"rlhf: error: {io_error_line(exc)}", file=sys.stderr)
+        raise SystemExit(1) from None
     except KeyboardInterrupt as exc:
         # A run stops on Ctrl-C with a checkpoint and says how to resume (RunInterrupted).
         message = getattr(exc, "message", "interrupted; every stored label is kept")

@@ -8,6 +8,7 @@ Every field's docstring is its ``--help`` text. The common flags live at the top
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -135,9 +136,10 @@ class RewardConfig:
     """Stop a round after this many epochs without a better validation loss."""
     val_fraction: float = 0.2
     """Share of labels held out for validation (and early stopping)."""
-    retrain_growth: float = 0.25
+    retrain_growth: float = 0.1
     """Retrain the ensemble once the labels have grown by this fraction since the last round
-    (the first labels always train). Bounds reward-training time over a run."""
+    (the first labels always train). Bounds reward-training time over a run; 0.1 learned
+    better than 0.25 on Walker2d-v5 (mean true return 981 vs 746 at 300k steps)."""
 
     def validate(self) -> None:
         _check(self.ensemble_size >= 1, "{reward_model.ensemble_size} must be >= 1")
@@ -155,8 +157,12 @@ class QueryConfig:
     """Labels requested over the whole run."""
     initial_fraction: float = 0.25
     """Share of labels requested up front from the initial random policy (Christiano: ~25%)."""
-    segment_length: int = 50
-    """Steps per segment."""
+    segment_seconds: float = 2.0
+    """Simulated seconds per segment when a person labels (Christiano et al. showed 1-2 s
+    clips; e.g. Hopper 250 steps, HalfCheetah 40), at most one episode."""
+    segment_length: Annotated[int | None, tyro.conf.arg(metavar="STEPS")] = None
+    """Steps per segment; default: --query.segment-seconds for human feedback, 50 steps for the
+    synthetic teacher (as B-Pref; measured to learn better than 2 s on Hopper and Walker2d)."""
     pool_size: int = 2000
     """Recent segments kept as candidates."""
     selection: Literal["uniform", "disagreement", "entropy"] = "disagreement"
@@ -167,7 +173,11 @@ class QueryConfig:
     def validate(self) -> None:
         _check(self.total_labels >= 0, "{query.total_labels} must be >= 0")
         _check(0 <= self.initial_fraction <= 1, "{query.initial_fraction} must be in [0, 1]")
-        _check(self.segment_length >= 1, "{query.segment_length} must be >= 1")
+        _check(self.segment_seconds > 0, "{query.segment_seconds} must be > 0")
+        _check(
+            self.segment_length is None or self.segment_length >= 1,
+            "{query.segment_length} must be >= 1",
+        )
         _check(self.oversample >= 1, "{query.oversample} must be >= 1")
         _check(self.pool_size >= 2, "{query.pool_size} must be >= 2")
 
@@ -249,6 +259,15 @@ class Config:
 
     env_id: str = "HalfCheetah-v5"
     """Gymnasium environment id (continuous actions)."""
+    env_kwargs: Annotated[str, tyro.conf.arg(metavar="JSON")] = "{}"
+    """Keyword arguments for the env as a JSON object, e.g. '{"ctrl_cost_weight": 0.1}'."""
+    terminations: Literal["auto", "absorbing", "fixed-horizon", "standard"] = "auto"
+    """How episodes that the env ends early (a fall) meet a learned reward, which cannot see an
+    episode's end: absorbing: segments that reach an end are padded with an absorbing state whose
+    reward is learned too, and PPO values an end as staying there (Kostrikov et al. 2019);
+    fixed-horizon: episodes never end early (seals); standard: as the env says, which leaks the
+    reward's sign into the policy; auto: absorbing with a learned reward, standard with --reward
+    env. The true return reported is always the standard env's."""
     total_timesteps: int = 1_000_000
     """Environment steps over the whole run (all envs together)."""
     seed: int = 1
@@ -301,6 +320,7 @@ class Config:
         _check(self.torch_threads >= 1, "{torch_threads} must be >= 1")
         _check(self.checkpoint_every >= 0, "{checkpoint_every} must be >= 0")
         _check(self.checkpoint_minutes > 0, "{checkpoint_minutes} must be > 0")
+        self.env_kwargs_dict()
         _check(
             self.ppo.num_steps * self.num_envs >= self.ppo.num_minibatches,
             "{ppo.num_steps} x {num_envs} must be >= {ppo.num_minibatches}",
@@ -315,6 +335,26 @@ class Config:
         ):
             section.validate()
         return self
+
+    def env_kwargs_dict(self) -> dict[str, Any]:
+        """``env_kwargs`` parsed; a one-line :class:`ConfigError` unless it is a JSON object."""
+        try:
+            kwargs = json.loads(self.env_kwargs)
+        except ValueError:
+            kwargs = None
+        _check(
+            isinstance(kwargs, dict),
+            "{env_kwargs} must be a JSON object, e.g. '{\"ctrl_cost_weight\": 0.1}'; got ",
+            repr(self.env_kwargs),
+        )
+        return kwargs  # type: ignore[return-value]
+
+    @property
+    def termination_mode(self) -> str:
+        """``terminations`` with auto resolved: absorbing, fixed-horizon or standard."""
+        if self.terminations == "auto":
+            return "absorbing" if self.reward == "learned" else "standard"
+        return self.terminations
 
     @property
     def batch_size(self) -> int:

@@ -18,6 +18,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from rlhf.config import ConfigError
+
+
+class RunError(ConfigError):
+    """The run cannot usefully go on; the message is one line saying why and what to change.
+
+    A :class:`ConfigError`, so the command line prints it as one line, like a refusal at start.
+    """
+
 
 class RunInterrupted(KeyboardInterrupt):
     """The run stopped on Ctrl-C or SIGTERM after saving everything; ``message`` says how to resume.

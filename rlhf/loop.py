@@ -33,11 +33,19 @@ from rlhf.envs import make_vec_env
 from rlhf.lifecycle import CheckpointClock, Progress, StopSignals
 from rlhf.logger import Logger
 from rlhf.preferences import Preferences, open_preferences
-from rlhf.report import log_iteration, log_labels, log_reward_quality, trainer_status
+from rlhf.preflight import RunPlan
+from rlhf.report import (
+    log_iteration,
+    log_labels,
+    log_ranking,
+    log_reward_quality,
+    trainer_status,
+)
 from rlhf.reward.select import select_pairs
 from rlhf.run_dir import RunDir
 from rlhf.segments import cut_segments
 from rlhf.status import STATUS_KEY, Phase
+from rlhf.waits import refuse_without_segments, wait_for_labels
 
 RewardFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(raw obs (B, obs_dim), applied actions (B, act_dim)) -> rewards (B,)."""
@@ -51,6 +59,7 @@ class Trainer:
     """Everything a run holds while it trains."""
 
     cfg: Config
+    plan: RunPlan
     run_dir: RunDir
     logger: Logger
     stop: StopSignals
@@ -66,6 +75,7 @@ class Trainer:
     started: float = field(default_factory=time.monotonic)
     """When this session began (for steps/s and the run's total training time)."""
     start_step: int = 0
+    longest_episode: int = 0
 
     @property
     def iterations(self) -> int:
@@ -89,7 +99,9 @@ def train(t: Trainer) -> None:
         else:
             rewards = fixed_rewards(t, rollout)
         # None: no label to learn from yet (a person has not answered); act, learn nothing.
-        stats = None if rewards is None else t.agent.learn(rollout, rewards, t.rngs["policy"])
+        stats = None
+        if rewards is not None:
+            stats = t.agent.learn(rollout, rewards, t.rngs["policy"], absorbing_reward(t))
         record_iteration(t, rollout, stats)
         if t.clock.due(t.progress.iteration) and not t.stop.requested:
             write_checkpoint(t)
@@ -100,7 +112,10 @@ def learned_rewards(
 ) -> np.ndarray | None:
     """The preference stages of one iteration; returns the rollout's learned rewards (T, N)."""
     q, step, rng = t.cfg.query, t.collector.global_step, t.rngs
-    p.pool.add(cut_segments(rollout.raw, q.segment_length, rng["segments"]))
+    segments = cut_segments(rollout.raw, t.plan.segment_length, rng["segments"], t.plan.absorbing)
+    p.pool.add(segments)
+    t.longest_episode = max([t.longest_episode, *rollout.episode_lengths])
+    refuse_without_segments(len(p.pool), iteration, t.plan.segment_length, t.longest_episode)
     due = p.schedule.due(step) - t.progress.requested
     if due > 0 and len(p.pool) >= 2:
         model = p.reward if p.reward.trained else None  # no model yet: uniform pairs
@@ -121,7 +136,22 @@ def learned_rewards(
     steps, n, obs_dim = raw.obs.shape
     rewards = p.reward.score(raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1))
     log_reward_quality(t.logger, rewards, raw.true_rewards.ravel(), raw.valid.ravel(), step)
+    if segments:  # how well the reward ranks what the policy does now
+        learned = p.reward.score(
+            np.concatenate([s.obs for s in segments]), np.concatenate([s.actions for s in segments])
+        ).reshape(len(segments), -1)
+        log_ranking(t.logger, learned.sum(axis=1), [s.true_return for s in segments], step)
     return rewards.reshape(steps, n)
+
+
+def absorbing_reward(t: Trainer) -> float | None:
+    """What a step after a termination is worth to PPO: the learned absorbing reward (None:
+    nothing, as with the env's own reward)."""
+    if t.prefs is None or not t.plan.absorbing:
+        return None
+    value = t.prefs.reward.absorbing_reward()
+    t.logger.scalar("reward/absorbing", value, t.collector.global_step)
+    return value
 
 
 def fixed_rewards(t: Trainer, rollout: PolicyRollout) -> np.ndarray:
@@ -142,14 +172,11 @@ def wait_for_first_labels(t: Trainer, p: Preferences) -> None:
     iteration and the next pairs are requested then). Nothing requested yet: nothing to wait for.
     """
     needed = min(t.progress.requested, p.schedule.due(0))
-    shown = None
-    while (missing := needed - p.store.counts().labelled) > 0 and not t.stop.requested:
-        message = f"waiting for {missing} more labels before the first policy update"
+
+    def tell(message: str, missing: int) -> None:
         publish(t, Phase.WAITING, message, labels_needed=missing)
-        if missing != shown:
-            t.logger.message(message)
-            shown = missing
-        t.stop.wait(0.5)
+
+    wait_for_labels(needed, p.store, p.feedback, t.stop, t.logger.message, tell)
 
 
 def record_iteration(t: Trainer, rollout: PolicyRollout, stats: object) -> None:
@@ -178,6 +205,7 @@ def publish(t: Trainer, phase: Phase, message: str, **extra: object) -> None:
 # -- building, saving and restoring a run's parts ------------------------------------------------
 def build_trainer(
     cfg: Config,
+    plan: RunPlan,
     run_dir: RunDir,
     logger: Logger,
     stop: StopSignals,
@@ -191,10 +219,11 @@ def build_trainer(
     labelling session.
     """
     device = _device(cfg.device)
-    envs = make_vec_env(cfg.env_id, cfg.num_envs, cfg.seed)
+    envs = make_vec_env(
+        cfg.env_id, cfg.num_envs, cfg.seed, cfg.env_kwargs_dict(), plan.fixed_horizon
+    )
     cleanup.callback(envs.close)
-    obs_dim = envs.single_observation_space.shape[0]
-    act_dim = envs.single_action_space.shape[0]
+    obs_dim, act_dim = plan.env.obs_dim, plan.env.act_dim
     rngs = _rngs(cfg.seed)
     agent = PPOLearner(obs_dim, act_dim, cfg.num_envs, cfg.ppo, device)
     # A resumed run starts new episodes, from a seed of its own (the envs' state is not saved).
@@ -205,14 +234,12 @@ def build_trainer(
         )
     collector = RolloutCollector(envs, cfg.env_id, agent.obs_norm, reset_seed, progress.env_steps)
     clock = CheckpointClock(cfg.checkpoint_every, cfg.checkpoint_minutes)
-    t = Trainer(cfg, run_dir, logger, stop, agent, collector, rngs, progress, clock)
+    t = Trainer(cfg, plan, run_dir, logger, stop, agent, collector, rngs, progress, clock)
     t.start_step = progress.env_steps
     if reward_fn is not None or cfg.reward == "env":
         t.reward_fn = reward_fn
         return t
-    t.prefs = open_preferences(
-        cfg, run_dir, obs_dim, act_dim, device, rngs["feedback"], logger.message
-    )
+    t.prefs = open_preferences(cfg, run_dir, plan, device, rngs["feedback"], logger.message)
     cleanup.callback(t.prefs.store.close)
     cleanup.callback(t.prefs.feedback.close)  # a safety net: the runner closes it with a grace
     publish(t, Phase.STARTING, "starting")

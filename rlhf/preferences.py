@@ -15,7 +15,9 @@ import numpy as np
 import torch
 
 from rlhf.config import Config
+from rlhf.envs import ENV_KWARGS_META
 from rlhf.feedback.sources import FeedbackSource, HumanSource, SyntheticSource
+from rlhf.preflight import RunPlan
 from rlhf.reward.learner import RewardLearner
 from rlhf.reward.select import QuerySchedule
 from rlhf.run_dir import RunDir
@@ -56,8 +58,7 @@ class Preferences:
 def open_preferences(
     cfg: Config,
     run_dir: RunDir,
-    obs_dim: int,
-    act_dim: int,
+    plan: RunPlan,
     device: torch.device,
     rng_feedback: np.random.Generator,
     say: Callable[[str], None],
@@ -70,7 +71,9 @@ def open_preferences(
     store = LabelStore(run_dir.labels)
     store.set_meta("run_name", run_dir.name)
     store.set_meta("env_id", cfg.env_id)
-    reward = RewardLearner(obs_dim, act_dim, cfg.reward_model, device, seed=cfg.seed)
+    store.set_meta(ENV_KWARGS_META, cfg.env_kwargs_dict())  # the renderer makes the same env
+    env = plan.env
+    reward = RewardLearner(env.obs_dim, env.act_dim, cfg.reward_model, device, seed=cfg.seed)
     feedback: FeedbackSource
     if cfg.feedback == "synthetic":
         feedback = SyntheticSource(cfg.teacher, store, rng_feedback)

@@ -29,9 +29,13 @@ def log_iteration(
     sps: float,
 ) -> None:
     """Episodes that ended in ``rollout``, speed, and the PPO update's losses (if there was one)."""
-    for ret, length in zip(rollout.episode_returns, rollout.episode_lengths, strict=True):
+    for ret, length, horizon in zip(
+        rollout.episode_returns, rollout.episode_lengths, rollout.horizon_returns, strict=True
+    ):
         logger.scalar("charts/episodic_return", ret, step)
         logger.scalar("charts/episodic_length", length, step)
+        if horizon != ret:  # fixed-horizon episodes: also the return over every step
+            logger.scalar("charts/horizon_return", horizon, step)
     logger.scalar("charts/sps", sps, step)
     if stats is not None:  # no update this iteration: no label to learn from yet
         logger.scalars({"charts/learning_rate": learning_rate, **stats.metrics()}, step)
@@ -55,6 +59,25 @@ def log_reward_quality(
     learned, true = learned[valid], true[valid]
     if learned.size > 1 and learned.std() > 0 and true.std() > 0:
         logger.scalar("reward/pearson_true", float(np.corrcoef(learned, true)[0, 1]), step)
+
+
+def log_ranking(
+    logger: Logger, learned: np.ndarray, true: list[float] | np.ndarray, step: int
+) -> None:
+    """``reward/rollout_pair_accuracy``: on every pair of this rollout's segments whose true
+    returns differ, the share the learned reward orders the same way.
+
+    The held-out accuracy (``reward/val_accuracy``) is measured on labelled pairs, i.e. on what
+    earlier policies did; this one measures the reward where PPO is using it now.
+    """
+    true = np.asarray(true, np.float64)
+    left, right = np.triu_indices(len(true), k=1)
+    differ = true[left] != true[right]
+    if not differ.any():
+        return
+    left, right = left[differ], right[differ]
+    same = np.sign(learned[left] - learned[right]) == np.sign(true[left] - true[right])
+    logger.scalar("reward/rollout_pair_accuracy", float(same.mean()), step)
 
 
 def trainer_status(

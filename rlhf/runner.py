@@ -23,7 +23,6 @@ import torch
 
 from rlhf.checkpoint import CheckpointError, load_checkpoint
 from rlhf.config import Config, ConfigError
-from rlhf.envs import check_env
 from rlhf.lifecycle import Progress, RunInterrupted, StopSignals, Summary, write_json_atomic
 from rlhf.logger import Logger
 from rlhf.loop import (
@@ -38,6 +37,7 @@ from rlhf.loop import (
     train,
     write_checkpoint,
 )
+from rlhf.preflight import preflight
 from rlhf.run_dir import RunDir, create_run_dir, write_config
 from rlhf.status import Phase
 
@@ -58,7 +58,7 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
         ConfigError: a bad configuration, or nothing to resume (a one-line message).
     """
     cfg.validate()
-    check_env(cfg.env_id)  # a wrong env id is one line, before a run directory exists
+    plan = preflight(cfg)  # what cannot work is one line, before a run directory exists
     torch.set_num_threads(cfg.torch_threads)
     state = _resume_state(cfg)
     if state is None:
@@ -73,7 +73,7 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
     with contextlib.ExitStack() as cleanup:
         cleanup.callback(logger.close)
         stop = cleanup.enter_context(StopSignals(logger.message))
-        t = build_trainer(cfg, run_dir, logger, stop, progress, reward_fn, cleanup)
+        t = build_trainer(cfg, plan, run_dir, logger, stop, progress, reward_fn, cleanup)
         if state is None:
             logger.hparams_text(cfg.to_dict())
         else:

@@ -3,6 +3,12 @@
 A segment is a window of consecutive steps of *one* episode in *one* env column. With gymnasium
 1.x next-step autoreset, the row after an episode's last transition is a reset step (``valid`` is
 False): windows are cut only from contiguous runs of valid rows that end at the first ``done``.
+
+With ``pad_terminations``, an episode that the env *terminated* (the robot fell, the pole
+dropped) also gives a window that ends with the termination, padded to full length with the
+absorbing state (see :class:`rlhf.types.Segment`). So even episodes shorter than a segment yield
+queries, and a teacher can say that ending early is worse (or better) than carrying on: what the
+reward model learns of the absorbing state is what PPO expects after a termination.
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ def _runs(valid: np.ndarray, done: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(starts.tolist(), stops.tolist(), strict=True))
 
 
-def cut_segments(batch: RolloutBatch, length: int, rng: np.random.Generator) -> list[Segment]:
+def cut_segments(
+    batch: RolloutBatch, length: int, rng: np.random.Generator, pad_terminations: bool = False
+) -> list[Segment]:
     """Cut non-overlapping windows of ``length`` steps from every episode fragment in ``batch``.
 
     Within each contiguous run of valid rows (per env column, ended by a done row), the windows
@@ -38,12 +46,17 @@ def cut_segments(batch: RolloutBatch, length: int, rng: np.random.Generator) -> 
     every step is equally likely to be covered, and no two segments of one rollout share a step.
     Only the last row of a window may be done; runs shorter than ``length`` yield nothing.
 
+    With ``pad_terminations``, a run that ends in a termination is tiled from its end instead:
+    its last window holds the last ``m`` real steps (``m`` drawn from ``[1, min(length, run)]``)
+    and ``length - m`` absorbing steps; the full windows before it tile the rest backwards.
+
     Arrays are copied: the caller may reuse the rollout buffers afterwards.
 
     Args:
         batch: a completed rollout, time-major (T, N, ...).
         length: steps per segment (>= 1).
         rng: source of the random offsets.
+        pad_terminations: pad the ends of terminated episodes with the absorbing state.
 
     Returns:
         Segments ordered by env column, then by time.
@@ -54,6 +67,9 @@ def cut_segments(batch: RolloutBatch, length: int, rng: np.random.Generator) -> 
     segments: list[Segment] = []
     for env in range(batch.valid.shape[1]):
         for start, stop in _runs(batch.valid[:, env], dones[:, env]):
+            if pad_terminations and batch.terminated[stop - 1, env]:
+                segments += _tile_to_end(batch, env, start, stop, length, rng)
+                continue
             count, spare = divmod(stop - start, length)
             if count == 0:
                 continue
@@ -64,16 +80,44 @@ def cut_segments(batch: RolloutBatch, length: int, rng: np.random.Generator) -> 
     return segments
 
 
-def _window(batch: RolloutBatch, env: int, rows: slice) -> Segment:
+def _tile_to_end(
+    batch: RolloutBatch, env: int, start: int, stop: int, length: int, rng: np.random.Generator
+) -> list[Segment]:
+    """Windows of a terminated run: the last padded with the absorbing state, all ending at
+    ``stop`` or at the start of the window after them."""
+    real = int(rng.integers(1, min(length, stop - start) + 1))
+    last = _window(batch, env, slice(stop - real, stop), pad=length - real)
+    full = (stop - real - start) // length
+    windows = [
+        _window(batch, env, slice(stop - real - (k + 1) * length, stop - real - k * length))
+        for k in reversed(range(full))
+    ]
+    return [*windows, last]
+
+
+def _window(batch: RolloutBatch, env: int, rows: slice, pad: int = 0) -> Segment:
     # np.array copies, so the segment owns its memory (the rollout buffers are reused).
+    obs = np.array(batch.obs[rows, env], dtype=np.float32)
+    actions = np.array(batch.actions[rows, env], dtype=np.float32)
+    rewards = np.array(batch.true_rewards[rows, env], dtype=np.float32)
+    qpos = np.array(batch.qpos[rows, env], dtype=np.float64)
+    qvel = np.array(batch.qvel[rows, env], dtype=np.float64)
+    if pad:
+        # The absorbing state: nothing observed, done or earned; the picture stays as it ended.
+        obs = np.concatenate([obs, np.zeros((pad, obs.shape[1]), np.float32)])
+        actions = np.concatenate([actions, np.zeros((pad, actions.shape[1]), np.float32)])
+        rewards = np.concatenate([rewards, np.zeros(pad, np.float32)])
+        qpos = np.concatenate([qpos, np.repeat(qpos[-1:], pad, axis=0)])
+        qvel = np.concatenate([qvel, np.repeat(qvel[-1:], pad, axis=0)])
     return Segment(
-        obs=np.array(batch.obs[rows, env], dtype=np.float32),
-        actions=np.array(batch.actions[rows, env], dtype=np.float32),
-        true_rewards=np.array(batch.true_rewards[rows, env], dtype=np.float32),
-        qpos=np.array(batch.qpos[rows, env], dtype=np.float64),
-        qvel=np.array(batch.qvel[rows, env], dtype=np.float64),
+        obs=obs,
+        actions=actions,
+        true_rewards=rewards,
+        qpos=qpos,
+        qvel=qvel,
         env_id=batch.env_id,
         start_step=batch.start_step,
+        absorbing=pad,
     )
 
 

@@ -50,6 +50,11 @@ class Segment:
         qvel: MuJoCo generalised velocities before each step, (T, nv), float64 (nv may be 0).
         env_id: the gymnasium id the segment comes from (needed to render it).
         start_step: global env step (over all envs) at which the rollout containing it began.
+        absorbing: how many of the last steps come after the episode ended (the env terminated
+            it): padding in the *absorbing state*, where obs, actions and true rewards are zero
+            and the physics state stays that of the last real step. A segment that shows an
+            episode's end this way lets a teacher compare "fell after 20 steps" with "kept going"
+            (see :mod:`rlhf.segments`).
     """
 
     obs: np.ndarray
@@ -59,6 +64,7 @@ class Segment:
     qvel: np.ndarray
     env_id: str
     start_step: int = 0
+    absorbing: int = 0
 
     def __post_init__(self) -> None:
         length = self.obs.shape[0]
@@ -70,9 +76,22 @@ class Segment:
                 raise ValueError(f"{name} must be ({length}, d), got {arr.shape}")
         if self.true_rewards.shape != (length,):
             raise ValueError(f"true_rewards must be ({length},), got {self.true_rewards.shape}")
+        if not 0 <= self.absorbing < length:
+            raise ValueError(f"absorbing must be in [0, {length}), got {self.absorbing}")
 
     def __len__(self) -> int:
         return int(self.obs.shape[0])
+
+    @property
+    def real_steps(self) -> int:
+        """Steps before the absorbing padding (all of them when there is none)."""
+        return len(self) - self.absorbing
+
+    def absorbing_mask(self) -> np.ndarray:
+        """(T,) bool: True on the absorbing steps."""
+        mask = np.zeros(len(self), bool)
+        mask[self.real_steps :] = True
+        return mask
 
     @property
     def true_return(self) -> float:

@@ -1,14 +1,21 @@
-"""Benchmark: RLHF with synthetic oracle labels vs PPO on the true reward, same seeds, one invocation.
+"""Benchmark: RLHF with synthetic oracle labels vs PPO on the true reward, per env, one invocation.
 
-For each seed, trains HalfCheetah-v5 twice: PPO on the env reward (the upper baseline) and RLHF
-with 700 oracle labels (``--feedback synthetic``: the learned reward only, never the env's).
-Runs go to a pool of worker processes (one torch thread each, ``--jobs`` at a time). Prints a
-table (final true return mean +- std, steps/s, wall time) and the ratios, writes a learning-curve
-plot to ``readme_images/rlhf_vs_ppo.png``, and prints the headline figures as the last line.
+For each env and seed, trains twice: PPO on the env's reward with the standard env (the upper
+baseline) and RLHF with 700 oracle labels (``--feedback synthetic``: the learned reward only, never
+the env's; terminations handled as ``rlhf train`` does by default). Runs are Ray tasks (one CPU and
+one torch thread each, ``--jobs`` at a time; see rlhf.sweep). Each finished run saves its result
+in ``--out`` (a directory, one JSON file per run), and an invocation skips the runs already
+there, so a long grid can be stopped and continued. Prints one row per env (final true return mean +- std of each, the
+ratio, steps/s), writes a grid of learning curves (one panel per env), and prints the headline
+figures as the last line.
 
-    .venv/bin/python scripts/bench_rlhf.py                 # 500k steps, seeds 1 2 3
-    .venv/bin/python scripts/bench_rlhf.py --steps 1000000
-    .venv/bin/python scripts/bench_rlhf.py --quick         # under a minute, smoke check
+"Final" return: the mean true return of the episodes that end in the last 10% of the run's steps
+(the standard env's return, whatever the run trains on).
+
+    .venv/bin/python scripts/bench_rlhf.py                                   # HalfCheetah, 300k
+    .venv/bin/python scripts/bench_rlhf.py --steps 1000000 --env-id HalfCheetah-v5 Hopper-v5 \\
+        Walker2d-v5 Ant-v5 Swimmer-v5
+    .venv/bin/python scripts/bench_rlhf.py --quick                           # smoke check
 
 Needs the bench extra (matplotlib): scripts/setup.sh bench
 """
@@ -19,20 +26,33 @@ import argparse
 import json
 import statistics
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from _bench_pool import run_jobs
+
+from rlhf.sweep import run_jobs
 
 ROOT = Path(__file__).resolve().parent.parent
+MODES = ("ppo", "rlhf")
+
+
+@dataclass(frozen=True)
+class Job:
+    env_id: str
+    mode: str
+    seed: int
+    steps: int
+    labels: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.env_id}__{self.mode}__{self.seed}__{self.steps}__{self.labels}"
 
 
 @dataclass(frozen=True)
 class Result:
-    mode: str
-    seed: int
-    steps: int
+    job: Job
     seconds: float
     final_return: float
     labels: int
@@ -41,7 +61,7 @@ class Result:
 
     @property
     def sps(self) -> float:
-        return self.steps / self.seconds
+        return self.job.steps / self.seconds
 
 
 def _curve(tb_dir: Path) -> list[tuple[int, float]]:
@@ -52,8 +72,17 @@ def _curve(tb_dir: Path) -> list[tuple[int, float]]:
     return [(e.step, e.value) for e in acc.Scalars("charts/episodic_return")]
 
 
-def _job(args: tuple[str, int, int, str, int]) -> Result:
-    mode, seed, steps, env_id, labels = args
+def _job(args: tuple[Job, Path]) -> Result:
+    job, out = args
+    result = _train(job)
+    # Saved by the run itself, so an interrupted grid keeps every finished run.
+    tmp = out / f".{job.key}.tmp"
+    tmp.write_text(json.dumps(asdict(result)))
+    tmp.replace(out / f"{job.key}.json")
+    return result
+
+
+def _train(job: Job) -> Result:
     import torch
 
     from rlhf.config import Config, QueryConfig
@@ -62,124 +91,161 @@ def _job(args: tuple[str, int, int, str, int]) -> Result:
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as runs:
         cfg = Config(
-            env_id=env_id,
-            total_timesteps=steps,
-            seed=seed,
-            reward="env" if mode == "ppo" else "learned",
+            env_id=job.env_id,
+            total_timesteps=job.steps,
+            seed=job.seed,
+            reward="env" if job.mode == "ppo" else "learned",
             feedback="synthetic",
             runs_dir=runs,
             run_name="bench",
             progress=False,
             device="cpu",
-            query=QueryConfig(total_labels=labels),
+            query=QueryConfig(total_labels=job.labels),
         )
-        s = run(cfg)
+        summary = run(cfg)
         curve = _curve(Path(runs) / "bench" / "tb")
+    tail = [ret for step, ret in curve if step > 0.9 * job.steps]
+    final = float(np.mean(tail)) if tail else summary.final_true_return or float("nan")
     return Result(
-        mode,
-        seed,
-        s.env_steps,
-        s.wall_seconds,
-        s.final_true_return or float("nan"),
-        s.labels_used,
-        s.reward_val_accuracy,
-        curve,
+        job, summary.wall_seconds, final, summary.labels_used, summary.reward_val_accuracy, curve
     )
 
 
-def _plot(results: list[Result], steps: int, path: Path, env_id: str, labels: int) -> None:
+def _load(out: Path) -> dict[str, Result]:
+    done: dict[str, Result] = {}
+    for path in sorted(out.glob("*.json")):
+        data = json.loads(path.read_text())
+        result = Result(**{**data, "job": Job(**data["job"])})
+        done[result.job.key] = result
+    return done
+
+
+def _smoothed(curve: list[tuple[int, float]], grid: np.ndarray, window: float) -> list[float]:
+    if not curve:
+        return [np.nan] * len(grid)
+    xs, ys = np.array(curve).T
+    out = []
+    for g in grid:
+        inside = (xs > g - window) & (xs <= g)
+        out.append(ys[inside].mean() if inside.any() else np.nan)
+    return out
+
+
+def _plot(results: list[Result], envs: list[str], steps: int, labels: int, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    cols = min(3, len(envs))
+    rows = -(-len(envs) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), dpi=110, squeeze=False)
     grid = np.linspace(0, steps, 41)[1:]
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-    for mode, name, color in (
-        ("ppo", "PPO, true reward", "tab:gray"),
-        ("rlhf", f"RLHF, {labels} oracle labels", "tab:blue"),
-    ):
-        curves = []
-        for r in (r for r in results if r.mode == mode and r.curve):
-            xs, ys = np.array(r.curve).T
-            # smooth each seed's episodes over a window of ~5% of the run, then sample the grid
-            curves.append(
-                [
-                    ys[(xs > g - 0.05 * steps) & (xs <= g)].mean()
-                    if ((xs > g - 0.05 * steps) & (xs <= g)).any()
-                    else np.nan
-                    for g in grid
-                ]
-            )
-        if not curves:
-            continue
-        arr = np.array(curves)
-        mean, std = np.nanmean(arr, 0), np.nanstd(arr, 0)
-        ax.plot(grid, mean, color=color, label=name)
-        ax.fill_between(grid, mean - std, mean + std, color=color, alpha=0.2)
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("true episodic return")
-    ax.set_title(f"{env_id}: mean ± std over {len({r.seed for r in results})} seeds")
-    ax.legend(loc="upper left")
-    ax.grid(alpha=0.3)
+    for ax, env_id in zip(axes.flat, envs, strict=False):
+        for mode, name, color in (
+            ("ppo", "PPO, true reward", "tab:gray"),
+            ("rlhf", f"RLHF, {labels} oracle labels", "tab:blue"),
+        ):
+            mine = [r for r in results if r.job.env_id == env_id and r.job.mode == mode]
+            if not mine:
+                continue
+            arr = np.array([_smoothed(r.curve, grid, 0.05 * steps) for r in mine])
+            mean, std = np.nanmean(arr, 0), np.nanstd(arr, 0)
+            ax.plot(grid, mean, color=color, label=name)
+            ax.fill_between(grid, mean - std, mean + std, color=color, alpha=0.2)
+        seeds = len({r.job.seed for r in results if r.job.env_id == env_id})
+        ax.set_title(f"{env_id} ({seeds} seeds)")
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel("true episodic return")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(envs) :]:
+        ax.axis("off")
+    axes.flat[0].legend(loc="upper left", fontsize=8)
+    fig.suptitle("mean ± std over seeds")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
 
 
-def _stats(results: list[Result], mode: str) -> dict[str, float]:
-    mine = [r for r in results if r.mode == mode]
-    rets = [r.final_return for r in mine]
-    return {
-        "return": statistics.mean(rets),
-        "std": statistics.stdev(rets) if len(rets) > 1 else 0.0,
-        "sps": statistics.median(r.sps for r in mine),
-        "seconds": statistics.median(r.seconds for r in mine),
-    }
+def _row(results: list[Result], env_id: str) -> dict[str, float]:
+    row: dict[str, float] = {}
+    for mode in MODES:
+        mine = [r for r in results if r.job.env_id == env_id and r.job.mode == mode]
+        finals = [r.final_return for r in mine]
+        row[f"{mode}_return"] = statistics.mean(finals)
+        row[f"{mode}_std"] = statistics.stdev(finals) if len(finals) > 1 else 0.0
+        row[f"{mode}_sps"] = statistics.median(r.sps for r in mine)
+    ppo = row["ppo_return"]
+    row["ratio"] = row["rlhf_return"] / ppo if ppo > 0 else float("nan")
+    accs = [
+        r.val_accuracy
+        for r in results
+        if r.job.env_id == env_id and r.job.mode == "rlhf" and r.val_accuracy is not None
+    ]
+    row["val_acc"] = statistics.mean(accs) if accs else float("nan")
+    return row
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--steps", type=int, default=500_000, help="env steps per run")
+    parser.add_argument("--steps", type=int, default=300_000, help="env steps per run")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--labels", type=int, default=700, help="oracle labels per RLHF run")
-    parser.add_argument("--env-id", default="HalfCheetah-v5")
+    parser.add_argument("--env-id", nargs="+", default=["HalfCheetah-v5"], help="one or more envs")
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (one core each)")
-    parser.add_argument("--plot", type=Path, default=ROOT / "readme_images" / "rlhf_vs_ppo.png")
+    parser.add_argument("--out", type=Path, default=None, help="results directory")
+    parser.add_argument("--plot", type=Path, default=None, help="learning-curve grid (PNG)")
     parser.add_argument("--quick", action="store_true", help="20k steps, 1 seed, 100 labels")
     args = parser.parse_args()
     steps, seeds, labels = (
         (20_480, [1], 100) if args.quick else (args.steps, args.seeds, args.labels)
     )
-    jobs = [(mode, seed, steps, args.env_id, labels) for seed in seeds for mode in ("rlhf", "ppo")]
-    results = run_jobs(_job, jobs, args.jobs, label="mode")
+    out = args.out or Path(tempfile.gettempdir()) / f"bench_rlhf_{steps}"
+    out.mkdir(parents=True, exist_ok=True)
+    plot = args.plot or ROOT / "readme_images" / f"rlhf_vs_ppo_{steps // 1000}k.png"
+    jobs = [
+        Job(env_id, mode, seed, steps, labels)
+        for env_id in args.env_id
+        for seed in seeds
+        for mode in MODES
+    ]
+    done = _load(out)
+    todo = [job for job in jobs if job.key not in done]
+    print(f"{len(jobs) - len(todo)} runs already in {out}; {len(todo)} to run", flush=True)
+    if todo:  # no Ray start-up when every run is already there
+        for result in run_jobs(
+            _job,
+            [(job, out) for job in todo],
+            args.jobs,
+            describe=lambda r: (
+                f"{r.job.env_id} {r.job.mode} seed {r.job.seed}: {r.final_return:.0f}"
+            ),
+        ):
+            done[result.job.key] = result
+    results = [done[job.key] for job in jobs]
     print(
-        f"{'mode':5} {'seed':>4} {'steps':>8} {'seconds':>8} {'steps/s':>8} {'return':>8} {'labels':>6} {'val acc':>7}"
+        f"\n{'env':24} {'PPO (true reward)':>18} {'RLHF':>18} {'ratio':>6} {'val acc':>7}"
+        f" {'steps/s PPO':>11} {'RLHF':>6}"
     )
-    for r in results:
-        acc = f"{r.val_accuracy:.2f}" if r.val_accuracy is not None else "-"
+    rows = {env_id: _row(results, env_id) for env_id in args.env_id}
+    for env_id, row in rows.items():
+        ppo = f"{row['ppo_return']:.0f} ± {row['ppo_std']:.0f}"
+        rlhf = f"{row['rlhf_return']:.0f} ± {row['rlhf_std']:.0f}"
         print(
-            f"{r.mode:5} {r.seed:>4} {r.steps:>8} {r.seconds:>8.1f} {r.sps:>8.0f} {r.final_return:>8.0f} {r.labels:>6} {acc:>7}"
+            f"{env_id:24} {ppo:>18} {rlhf:>18} {row['ratio']:>6.2f} {row['val_acc']:>7.2f}"
+            f" {row['ppo_sps']:>11.0f} {row['rlhf_sps']:>6.0f}"
         )
-    ppo, rlhf = _stats(results, "ppo"), _stats(results, "rlhf")
-    ratio_ret = rlhf["return"] / ppo["return"] if ppo["return"] > 0 else float("nan")
-    ratio_sps = rlhf["sps"] / ppo["sps"]
-    print(
-        f"\nfinal true return: RLHF {rlhf['return']:.0f} +- {rlhf['std']:.0f}, PPO {ppo['return']:.0f} +- {ppo['std']:.0f}, ratio {ratio_ret:.2f}"
-    )
-    print(f"median steps/s: RLHF {rlhf['sps']:.0f}, PPO {ppo['sps']:.0f}, ratio {ratio_sps:.2f}")
     if not args.quick:
-        _plot(results, steps, args.plot, args.env_id, labels)
-        print(f"plot: {args.plot}")
-    (Path(tempfile.gettempdir()) / "bench_rlhf_results.json").write_text(
-        json.dumps([r.__dict__ for r in results])
-    )
+        _plot(results, args.env_id, steps, labels, plot)
+        print(f"plot: {plot}")
+    ratios = " ".join(f"ratio_{e.split('-')[0]}={r['ratio']:.2f}" for e, r in rows.items())
+    # An env where PPO itself ends below zero has no ratio (nan); it is left out of the minimum.
+    finite = [r["ratio"] for r in rows.values() if np.isfinite(r["ratio"])]
     print(
-        f"ratio_return={ratio_ret:.2f} ratio_sps={ratio_sps:.2f} rlhf_return={rlhf['return']:.0f} "
-        f"ppo_return={ppo['return']:.0f} rlhf_sps={rlhf['sps']:.0f} ppo_sps={ppo['sps']:.0f} "
-        f"steps={steps} seeds={len(seeds)} labels={labels}"
+        f"{ratios} min_ratio={min(finite, default=float('nan')):.2f}"
+        f" steps={steps} seeds={len(seeds)} labels={labels}"
     )
 
 

@@ -25,6 +25,7 @@ from rlhf.config import Config, PPOConfig, QueryConfig, VideoConfig, WebConfig
 from rlhf.lifecycle import Progress, StopSignals
 from rlhf.logger import Logger
 from rlhf.loop import Trainer, build_trainer, restore, train, write_checkpoint
+from rlhf.preflight import preflight
 from rlhf.run_dir import RunDir, create_run_dir
 from rlhf.runner import run
 from rlhf.store import LabelStore
@@ -189,7 +190,7 @@ def _parts(cfg: Config, stack: contextlib.ExitStack, new: bool) -> Trainer:
     logger = Logger(run_dir.tb, cfg.total_timesteps, progress=False)
     stack.callback(logger.close)
     stop = stack.enter_context(StopSignals(logger.message))
-    return build_trainer(cfg, run_dir, logger, stop, Progress(), None, stack)
+    return build_trainer(cfg, preflight(cfg), run_dir, logger, stop, Progress(), None, stack)
 
 
 def test_a_checkpoint_restores_every_part(tmp_path: Path) -> None:

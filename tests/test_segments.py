@@ -200,3 +200,45 @@ def test_pool_pairs_are_distinct_uniform_and_reproducible():
     assert pool.sample_pairs(0, np.random.default_rng(0)) == []
     with pytest.raises(ValueError):
         sample_pairs(_segments(1), 1, np.random.default_rng(0))
+
+
+def test_terminated_episodes_end_in_padded_segments() -> None:
+    """env 1's first episode ends (terminated) after 7 steps, env 2's after 8: shorter than a
+    segment of 10, yet each gives one segment that ends with it, padded with absorbing steps."""
+    batch = _hand_made()
+    for seed in range(20):
+        segments = cut_segments(batch, 10, np.random.default_rng(seed), pad_terminations=True)
+        padded = [s for s in segments if s.absorbing]
+        assert len(padded) == 2
+        for seg, (env, end) in zip(padded, [(1, 6), (2, 10)], strict=True):
+            real = seg.real_steps
+            np.testing.assert_array_equal(seg.obs[:real, 1], env)  # one env column
+            np.testing.assert_array_equal(seg.obs[:real, 0], np.arange(end - real + 1, end + 1))
+            assert len(seg) == 10 and 1 <= real <= 10
+            # The absorbing state: nothing observed, done or earned; the picture stands still.
+            assert not seg.obs[real:].any() and not seg.actions[real:].any()
+            assert not seg.true_rewards[real:].any()
+            np.testing.assert_array_equal(
+                seg.qpos[real:], np.repeat(seg.qpos[real - 1 : real], 10 - real, 0)
+            )
+            np.testing.assert_array_equal(seg.absorbing_mask(), np.arange(10) >= real)
+        # Without padding, runs shorter than a segment give nothing.
+        plain = cut_segments(batch, 10, np.random.default_rng(seed))
+        assert not any(s.absorbing for s in plain)
+
+
+def test_long_terminated_episodes_tile_back_from_their_end() -> None:
+    """env 2 runs from row 3 to its termination at row 10 (8 steps): with segments of 3 the
+    padded one holds the last m steps, and full windows tile backwards before it."""
+    batch = _hand_made()
+    segments = cut_segments(batch, 3, np.random.default_rng(0), pad_terminations=True)
+    env2 = [s for s in segments if s.obs[0, 1] == 2 and s.obs[0, 0] <= 10]
+    last = env2[-1]
+    real = last.real_steps
+    np.testing.assert_array_equal(last.obs[:real, 0], np.arange(11 - real, 11))
+    expected_end = 11 - real
+    for seg in reversed(env2[:-1]):
+        assert seg.absorbing == 0
+        np.testing.assert_array_equal(seg.obs[:, 0], np.arange(expected_end - 3, expected_end))
+        expected_end -= 3
+    assert expected_end >= 3  # never before the episode's first row

@@ -424,7 +424,8 @@
 
   function renderStatus(s) {
     const phase = s.phase || (s.iteration == null ? "not started yet" : "running");
-    setText("phase", phase);
+    // While the trainer waits, its message says for what (e.g. how many more labels).
+    setText("phase", s.phase === "waiting for labels" && s.message ? s.message : phase);
     setText("iteration", s.iteration == null ? "-" : fmt.format(s.iteration));
     const steps = s.env_steps == null ? "-" : fmt.format(s.env_steps);
     setText("env-steps", s.total_timesteps ? steps + " / " + fmt.format(s.total_timesteps) : steps);

@@ -9,7 +9,7 @@ import numpy as np
 
 from rlhf.agent.ppo import NumpyActor
 from rlhf.agent.rollout import ObsNormalizer
-from rlhf.envs import PhysicsRecorder
+from rlhf.envs import ENDED, StateRecorder
 from rlhf.types import RolloutBatch
 
 
@@ -22,8 +22,13 @@ class PolicyRollout:
         norm_obs: observations as the policy saw them, (T, N, obs_dim).
         actions: sampled (unclipped) actions whose log-probabilities PPO uses, (T, N, act_dim).
         last_norm_obs: normalised observation after the last row, for the value bootstrap, (N, obs_dim).
-        episode_returns: true undiscounted returns of the episodes that ended in this rollout.
-        episode_lengths: their lengths.
+        episode_returns: true undiscounted returns of the episodes that ended in this rollout,
+            as the standard env counts them: on a fixed-horizon env (see
+            :class:`rlhf.envs.FixedHorizon`) the steps after the env would have ended the episode
+            are not counted, so the figure compares with a run on the standard env.
+        episode_lengths: their lengths, counted the same way.
+        horizon_returns: their returns over every step of the episode (the same figures on a
+            standard env); what a teacher judging whole episodes would see.
     """
 
     raw: RolloutBatch
@@ -32,6 +37,7 @@ class PolicyRollout:
     last_norm_obs: np.ndarray
     episode_returns: list[float]
     episode_lengths: list[int]
+    horizon_returns: list[float]
 
 
 _STATS_EVERY = 32
@@ -54,15 +60,19 @@ class RolloutCollector:
         self.envs = envs
         self.env_id = env_id
         self.obs_norm = obs_norm
-        self.physics = PhysicsRecorder(envs)
         self.num_envs = envs.num_envs
         space = envs.single_action_space
         self.low = space.low.astype(np.float32)
         self.high = space.high.astype(np.float32)
         self.obs, _ = envs.reset(seed=seed)
+        # After the reset: a classic-control env has no state before its first one.
+        self.physics = StateRecorder(envs)
         self.prev_done = np.zeros(self.num_envs, bool)
         self.ep_return = np.zeros(self.num_envs, np.float64)
         self.ep_length = np.zeros(self.num_envs, np.int64)
+        self.ep_horizon_return = np.zeros(self.num_envs, np.float64)
+        self.ep_alive = np.ones(self.num_envs, bool)
+        """Not yet past the step where the env itself would have ended the episode."""
         self.global_step = start_step
 
     def collect(self, actor: NumpyActor, num_steps: int, rng: np.random.Generator) -> PolicyRollout:
@@ -81,6 +91,7 @@ class RolloutCollector:
         qvel = np.empty((num_steps, n, self.physics.nv))
         returns: list[float] = []
         lengths: list[int] = []
+        horizon_returns: list[float] = []
         start_step = self.global_step
         for t in range(num_steps):
             raw_obs[t] = self.obs
@@ -92,15 +103,16 @@ class RolloutCollector:
             self.physics.read(qpos[t], qvel[t])
             # After an episode ends, gymnasium's next step is a reset step: the action is ignored.
             valid[t] = ~self.prev_done
-            self.obs, rewards[t], terminated[t], truncated[t], _ = self.envs.step(applied[t])
+            self.obs, rewards[t], terminated[t], truncated[t], info = self.envs.step(applied[t])
             done = terminated[t] | truncated[t]
-            self.ep_return += np.where(valid[t], rewards[t], 0.0)
-            self.ep_length += valid[t]
+            self._tally(rewards[t], valid[t], _ended(info, n))
             for i in np.flatnonzero(done):
                 returns.append(float(self.ep_return[i]))
                 lengths.append(int(self.ep_length[i]))
-            self.ep_return[done] = 0.0
+                horizon_returns.append(float(self.ep_horizon_return[i]))
+            self.ep_return[done] = self.ep_horizon_return[done] = 0.0
             self.ep_length[done] = 0
+            self.ep_alive[done] = True
             self.prev_done = done
         self.global_step += num_steps * n
         raw = RolloutBatch(
@@ -119,4 +131,19 @@ class RolloutCollector:
         if tail:
             self.obs_norm.update(raw_obs[num_steps - tail :].reshape(-1, obs_dim))
         last = self.obs_norm(self.obs)
-        return PolicyRollout(raw, norm_obs, actions, last, returns, lengths)
+        return PolicyRollout(raw, norm_obs, actions, last, returns, lengths, horizon_returns)
+
+    def _tally(self, rewards: np.ndarray, valid: np.ndarray, ended: np.ndarray) -> None:
+        """Add one step to the episode tallies; the step on which the env ends still counts."""
+        counted = valid & self.ep_alive
+        self.ep_return += np.where(counted, rewards, 0.0)
+        self.ep_length += counted
+        self.ep_horizon_return += np.where(valid, rewards, 0.0)
+        self.ep_alive &= ~(valid & ended)
+
+
+def _ended(info: dict, n: int) -> np.ndarray:
+    """Which envs report that they would have ended their episode (:data:`rlhf.envs.ENDED`)."""
+    if ENDED not in info:
+        return np.zeros(n, bool)
+    return np.asarray(info[ENDED], bool) & np.asarray(info[f"_{ENDED}"], bool)

@@ -44,11 +44,24 @@ class PPOLearner:
                 group["lr"] = lr
 
     def learn(
-        self, rollout: PolicyRollout, rewards: np.ndarray, rng: np.random.Generator
+        self,
+        rollout: PolicyRollout,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+        absorbing_reward: float | None = None,
     ) -> UpdateStats:
-        """One PPO update on ``rollout`` with per-step ``rewards`` (T, N) from any reward function."""
+        """One PPO update on ``rollout`` with per-step ``rewards`` (T, N) from any reward function.
+
+        ``absorbing_reward``: the reward of each step after a termination, when the reward
+        function defines one (a termination is then worth staying there forever); None: 0.
+        """
         raw = rollout.raw
         scaled = self.reward_scaler(rewards, raw.dones, raw.valid)
+        terminal_value = 0.0
+        if absorbing_reward is not None:
+            # Forever in the absorbing state: r + gamma r + ... (gamma = 1 would be unbounded).
+            horizon = 1.0 / max(1.0 - self.cfg.gamma, 1e-3)
+            terminal_value = float(self.reward_scaler.scale(absorbing_reward)) * horizon
         steps, n = scaled.shape
         to = self._tensor
         obs = to(rollout.norm_obs.reshape(steps * n, -1))
@@ -66,6 +79,7 @@ class PPOLearner:
             raw.valid,
             self.cfg.gamma,
             self.cfg.gae_lambda,
+            terminal_value,
         )
         keep = torch.from_numpy(np.flatnonzero(raw.valid.reshape(-1))).to(self.device)
         batch = PPOBatch(

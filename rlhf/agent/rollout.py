@@ -18,6 +18,7 @@ def compute_gae(
     valid: np.ndarray,
     gamma: float,
     gae_lambda: float,
+    terminal_value: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Generalised advantage estimation over a time-major rollout of shape (T, N).
 
@@ -29,7 +30,9 @@ def compute_gae(
       nothing flows through it;
     * the observation of that reset step is the finished episode's final observation, so for a
       truncated row t the bootstrap V(final obs) is simply ``values[t + 1]`` (or ``last_values``);
-    * a terminated row bootstraps from 0.
+    * a terminated row bootstraps from ``terminal_value``: 0 for the env's own reward (nothing
+      follows the end), or the value of staying in the absorbing state forever for a learned
+      reward that knows that state (see :mod:`rlhf.segments`).
 
     Both kinds of episode end cut the lambda-return chain.
 
@@ -39,9 +42,9 @@ def compute_gae(
     steps = rewards.shape[0]
     advantages = np.zeros_like(rewards, dtype=np.float32)
     next_values = np.concatenate([values[1:], last_values[None]], axis=0)
-    not_terminated = 1.0 - terminated.astype(np.float32)
     not_done = 1.0 - (terminated | truncated).astype(np.float32)
-    deltas = rewards + gamma * next_values * not_terminated - values
+    next_values = np.where(terminated, np.float32(terminal_value), next_values)
+    deltas = rewards + gamma * next_values - values
     running = np.zeros_like(last_values, dtype=np.float32)
     for t in reversed(range(steps)):
         running = deltas[t] + gamma * gae_lambda * not_done[t] * running
@@ -142,5 +145,11 @@ class RewardScaler:
             seen[t] = self.returns
             self.returns = np.where(dones[t], 0.0, self.returns)
         self.rms.update(seen[valid])
-        scaled = rewards / np.sqrt(self.rms.var + 1e-8)
+        return self.scale(rewards)
+
+    def scale(self, rewards: np.ndarray | float) -> np.ndarray:
+        """Scale (and clip) rewards with the current statistics, without updating them."""
+        if not self.enabled:
+            return np.asarray(rewards, np.float32)
+        scaled = np.asarray(rewards) / np.sqrt(self.rms.var + 1e-8)
         return np.clip(scaled, -self.clip, self.clip).astype(np.float32)

@@ -1,15 +1,24 @@
-"""Environment construction and physical-state capture."""
+"""Making environments, and checking at start that a run can work with one.
+
+Everything that can be known before training is checked here and refused in one line: an
+unknown id (with the closest ids), keyword arguments the env does not take, discrete actions or
+non-vector observations, and (for people labelling) an env whose clips cannot be drawn.
+"""
 
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import logging
+from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 import mujoco
-import numpy as np
 
 from rlhf.config import ConfigError
+from rlhf.envs.state import StateKind, state_kind, state_sizes
+from rlhf.envs.wrappers import FixedHorizon
 
 
 def quiet_mujoco_warnings() -> None:
@@ -32,8 +41,39 @@ def quiet_mujoco_warnings() -> None:
 quiet_mujoco_warnings()
 
 
+ENV_KWARGS_META = "env_kwargs"
+"""Store meta key with a run's env keyword arguments, so the render worker makes the same env."""
+
+
 class EnvError(ConfigError):
-    """The environment id or its spaces cannot be used; the message is one line."""
+    """The environment id, its arguments or its spaces cannot be used; the message is one line."""
+
+
+@dataclass(frozen=True)
+class EnvInfo:
+    """What a run needs to know about its env before it starts.
+
+    Attributes:
+        env_id: the gymnasium id.
+        obs_dim: size of an observation vector.
+        act_dim: size of an action vector.
+        dt: simulated seconds per step (None when the env does not say).
+        max_episode_steps: the time limit (None: none).
+        state: which replayable state a segment records (see :mod:`rlhf.envs.state`).
+        nq: size of the recorded position-like state per step.
+        nv: size of the recorded velocity state per step.
+        render_problem: why clips of this env cannot be drawn for a person (None: they can).
+    """
+
+    env_id: str
+    obs_dim: int
+    act_dim: int
+    dt: float | None
+    max_episode_steps: int | None
+    state: StateKind
+    nq: int
+    nv: int
+    render_problem: str | None
 
 
 def check_env_id(env_id: str) -> None:
@@ -45,31 +85,83 @@ def check_env_id(env_id: str) -> None:
     raise EnvError(f"unknown environment id {env_id!r}{hint}")
 
 
-def check_env(env_id: str) -> None:
-    """Fail with one line, before a run makes anything, unless ``env_id`` is usable here."""
+def make_env(env_id: str, kwargs: dict[str, Any] | None = None, **extra: Any) -> gym.Env:
+    """``gym.make(env_id, **kwargs, **extra)``; arguments the env does not take are one line."""
     check_env_id(env_id)
-    env = gym.make(env_id)
+    try:
+        return gym.make(env_id, **(kwargs or {}), **extra)
+    except TypeError as exc:  # an unexpected keyword argument, or a wrong value type
+        raise EnvError(f"--env-kwargs: {env_id} refused them ({exc})") from None
+
+
+def describe_env(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvInfo:
+    """Make the env once and report what a run needs; refuse envs rlhf cannot train on.
+
+    Raises:
+        EnvError: unknown id, refused kwargs, discrete actions or non-vector observations.
+    """
+    env = make_env(env_id, kwargs)
     try:
         _check_spaces(env_id, env.action_space, env.observation_space)
+        env.reset(seed=0)
+        kind = state_kind(env)
+        nq, nv = state_sizes(env)
+        dt = getattr(env.unwrapped, "dt", None)
+        if dt is None and env.metadata.get("render_fps"):
+            dt = 1.0 / float(env.metadata["render_fps"])
+        return EnvInfo(
+            env_id=env_id,
+            obs_dim=int(env.observation_space.shape[0]),
+            act_dim=int(env.action_space.shape[0]),
+            dt=float(dt) if dt else None,
+            max_episode_steps=env.spec.max_episode_steps if env.spec else None,
+            state=kind,
+            nq=nq,
+            nv=nv,
+            render_problem=_render_problem(env_id, env, kind),
+        )
     finally:
         env.close()
+
+
+def _render_problem(env_id: str, env: gym.Env, kind: StateKind) -> str | None:
+    if kind is StateKind.NONE:
+        return f"{env_id} has no state that can be replayed to draw its clips"
+    if "rgb_array" not in env.metadata.get("render_modes", []):
+        return f"{env_id} cannot draw frames (no rgb_array render mode)"
+    if kind is StateKind.CLASSIC and importlib.util.find_spec("pygame") is None:
+        return f"{env_id} draws its frames with pygame, which is not installed (pip install pygame)"
+    return None
 
 
 def _check_spaces(env_id: str, action: gym.Space, observation: gym.Space) -> None:
     if not isinstance(action, gym.spaces.Box):
         raise EnvError(f"{env_id} has {action}; rlhf needs continuous (Box) actions")
-    if not isinstance(observation, gym.spaces.Box):
-        raise EnvError(f"{env_id} has a non-Box observation space; rlhf needs flat vectors")
+    if not isinstance(observation, gym.spaces.Box) or len(observation.shape) != 1:
+        raise EnvError(
+            f"{env_id} has {observation} observations; rlhf needs flat vectors (a Box of rank 1)"
+        )
 
 
-def make_vec_env(env_id: str, num_envs: int, seed: int) -> gym.vector.SyncVectorEnv:
+def make_vec_env(
+    env_id: str,
+    num_envs: int,
+    seed: int,
+    kwargs: dict[str, Any] | None = None,
+    fixed_horizon: bool = False,
+) -> gym.vector.SyncVectorEnv:
     """A synchronous vector env with gymnasium's default next-step autoreset.
 
     No normalisation wrappers: the policy normalises its own observations and the reward model
     needs the raw ones, so the env hands out raw data only (which also keeps stepping fast).
+    ``fixed_horizon`` wraps each env in :class:`FixedHorizon`.
     """
-    check_env_id(env_id)
-    envs = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(num_envs)])
+
+    def one() -> gym.Env:
+        env = make_env(env_id, kwargs)
+        return FixedHorizon(env) if fixed_horizon else env
+
+    envs = gym.vector.SyncVectorEnv([one for _ in range(num_envs)])
     try:
         _check_spaces(env_id, envs.single_action_space, envs.single_observation_space)
     except EnvError:
@@ -77,21 +169,3 @@ def make_vec_env(env_id: str, num_envs: int, seed: int) -> gym.vector.SyncVector
         raise
     envs.action_space.seed(seed)
     return envs
-
-
-class PhysicsRecorder:
-    """Reads MuJoCo qpos/qvel out of every sub-env of a SyncVectorEnv (empty for non-MuJoCo envs)."""
-
-    def __init__(self, envs: gym.vector.SyncVectorEnv) -> None:
-        self._datas = [getattr(e.unwrapped, "data", None) for e in envs.envs]
-        first = self._datas[0]
-        self.nq = int(first.qpos.shape[0]) if first is not None else 0
-        self.nv = int(first.qvel.shape[0]) if first is not None else 0
-
-    def read(self, qpos_out: np.ndarray, qvel_out: np.ndarray) -> None:
-        """Copy the current state of env i into ``qpos_out[i]`` and ``qvel_out[i]``."""
-        if self.nq == 0:
-            return
-        for i, data in enumerate(self._datas):
-            qpos_out[i] = data.qpos
-            qvel_out[i] = data.qvel

@@ -25,6 +25,14 @@ class FeedbackSource(Protocol):
 
     def request(self, pairs: list[Pair], iteration: int) -> None: ...
 
+    def waiting_note(self) -> str:
+        """Where the requested labels stand, for a person waiting on them (one clause)."""
+        ...
+
+    def problem(self) -> str | None:
+        """Why the requested labels can never arrive (None: they can)."""
+        ...
+
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
@@ -44,6 +52,12 @@ class SyntheticSource:
     def request(self, pairs: list[Pair], iteration: int) -> None:
         answers = self.teacher.label(pairs)
         self.store.add_pairs_with_labels(pairs, answers, source="synthetic", iteration=iteration)
+
+    def waiting_note(self) -> str:
+        return "the synthetic teacher answers at once"
+
+    def problem(self) -> str | None:
+        return None
 
     def state_dict(self) -> dict[str, Any]:
         # The teacher's thresholds scale with the range of returns it has seen so far.
@@ -85,6 +99,34 @@ class HumanSource:
         from rlhf.feedback.human import queue_for_humans
 
         queue_for_humans(self.store, pairs, self.rng, iteration)
+
+    def waiting_note(self) -> str:
+        counts = self.store.counts()
+        notes = [f"{counts.ready_unlabelled} pairs ready to label at {self.url}"]
+        if counts.pending_video:
+            notes.append(f"{counts.pending_video} videos being rendered")
+        if counts.failed:
+            notes.append(f"{counts.failed} videos failed")
+        return "; ".join(notes)
+
+    def problem(self) -> str | None:
+        worker = self.session.worker
+        if worker is not None and not worker.is_alive():
+            return (
+                f"the render worker stopped (exit code {worker.exitcode}), so no pair can be shown"
+            )
+        counts = self.store.counts()
+        if counts.pairs and counts.failed == counts.pairs:
+            return f"every video failed to render ({self._last_render_error()})"
+        return None
+
+    def _last_render_error(self) -> str:
+        from rlhf.store import UnknownPair
+
+        try:  # pair ids count up from 1, so the newest is the count
+            return self.store.get_pair_record(self.store.counts().pairs).video_error or "no reason"
+        except UnknownPair:
+            return "no reason recorded"
 
     def state_dict(self) -> dict[str, Any]:
         return {}

@@ -22,7 +22,8 @@ from pathlib import Path
 from types import TracebackType
 
 from rlhf.config import VideoConfig
-from rlhf.render.video import SegmentRenderer, render_pair_video
+from rlhf.envs.make import ENV_KWARGS_META
+from rlhf.render.video import Renderer, render_pair_video
 from rlhf.store import VIDEO_FAILED, VIDEO_PENDING, VIDEO_READY, LabelStore, PairRecord
 
 log = logging.getLogger(__name__)
@@ -104,12 +105,16 @@ def render_one(
     record: PairRecord,
     videos_dir: Path,
     cfg: VideoConfig,
-    renderers: dict[str, SegmentRenderer],
+    renderers: dict[str, Renderer],
 ) -> bool:
     """Render one claimed pair and mark it 'ready', or 'failed' with the reason; True if ready."""
     path = (videos_dir / f"{record.id}.mp4").resolve()
     try:
-        render_pair_video(store.get_pair(record.id), path, cfg, renderers)
+        # The run's env kwargs (e.g. another model file) make the renderer draw the same robot.
+        kwargs = store.get_meta(ENV_KWARGS_META)
+        render_pair_video(
+            store.get_pair(record.id), path, cfg, renderers, env_kwargs=kwargs or None
+        )
     except Exception as exc:  # whatever is wrong with one pair is recorded, never fatal
         store.mark_video(record.id, VIDEO_FAILED, error=one_line(exc))
         return False
@@ -121,7 +126,7 @@ def render_round(
     store: LabelStore,
     videos_dir: Path,
     cfg: VideoConfig,
-    renderers: dict[str, SegmentRenderer],
+    renderers: dict[str, Renderer],
     should_stop: Callable[[], bool] = lambda: False,
 ) -> int:
     """Top the queue of ready, unlabelled pairs up to ``cfg.ready_ahead``; returns pairs claimed.
@@ -157,7 +162,7 @@ def _worker_main(
 
     quiet_mujoco_warnings()  # MuJoCo 4's deprecation notes would spam the trainer's terminal
     store = LabelStore(store_path)
-    renderers: dict[str, SegmentRenderer] = {}
+    renderers: dict[str, Renderer] = {}
 
     def should_stop() -> bool:
         # A new parent pid means ours died (we were re-parented): never linger as an orphan.
@@ -238,6 +243,11 @@ class RenderWorker:
 
     def is_alive(self) -> bool:
         return self._process is not None and self._process.is_alive()
+
+    @property
+    def exitcode(self) -> int | None:
+        """The process's exit code once it has ended (negative: killed by that signal)."""
+        return self._process.exitcode if self._process is not None else None
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask the worker to finish its current pair and exit; terminate it if it does not."""

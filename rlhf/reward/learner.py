@@ -74,6 +74,10 @@ class RewardLearner:
         """The learned reward of each step: (B, obs_dim), (B, act_dim) -> (B,) float32."""
         return self.ensemble.predict(obs, actions)
 
+    def absorbing_reward(self) -> float:
+        """The learned reward of a step in the absorbing state, i.e. after an episode's end."""
+        return self.ensemble.absorbing_reward()
+
     def preference_probs(self, pairs: list[Pair]) -> np.ndarray:
         """Each member's P(left preferred) for ``pairs``: (M, P); used to select queries."""
         return self.ensemble.preference_probs(pairs)

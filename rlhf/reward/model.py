@@ -38,7 +38,8 @@ later; a tiny std would blow it up then, while a floor only leaves small feature
 
 
 class RewardNet(nn.Module):
-    """MLP on concat(raw obs, action) -> reward, with a function-preserving input standardiser."""
+    """MLP on concat(raw obs, action, absorbing flag) -> reward, with a function-preserving
+    input standardiser."""
 
     def __init__(self, in_dim: int, hidden_sizes: Sequence[int], dropout: float = 0.0) -> None:
         super().__init__()
@@ -101,7 +102,7 @@ class RewardEnsemble(nn.Module):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.members = nn.ModuleList(
-                RewardNet(obs_dim + act_dim, cfg.hidden_sizes, cfg.dropout)
+                RewardNet(obs_dim + act_dim + 1, cfg.hidden_sizes, cfg.dropout)
                 for _ in range(cfg.ensemble_size)
             )
         self.register_buffer("out_mean", torch.zeros(cfg.ensemble_size))
@@ -118,8 +119,16 @@ class RewardEnsemble(nn.Module):
         """Number of members."""
         return len(self.members)
 
-    def inputs(self, obs: np.ndarray, actions: np.ndarray) -> torch.Tensor:
-        """Concatenate (..., obs_dim) and (..., act_dim) arrays into a float32 tensor on device."""
+    @property
+    def in_dim(self) -> int:
+        """Input width: observation, action, and the absorbing-state flag."""
+        return self.obs_dim + self.act_dim + 1
+
+    def inputs(
+        self, obs: np.ndarray, actions: np.ndarray, absorbing: np.ndarray | None = None
+    ) -> torch.Tensor:
+        """Concatenate (..., obs_dim), (..., act_dim) and the absorbing flag (..., bool; all False
+        when None) into a float32 tensor on the ensemble's device."""
         obs = np.asarray(obs, dtype=np.float32)
         actions = np.asarray(actions, dtype=np.float32)
         if obs.shape[-1] != self.obs_dim or actions.shape[-1] != self.act_dim:
@@ -127,10 +136,13 @@ class RewardEnsemble(nn.Module):
                 f"expected (..., {self.obs_dim}) obs and (..., {self.act_dim}) actions, "
                 f"got {obs.shape} and {actions.shape}"
             )
-        return torch.from_numpy(np.concatenate([obs, actions], axis=-1)).to(self.device)
+        flag = np.zeros((*obs.shape[:-1], 1), np.float32)
+        if absorbing is not None:
+            flag[..., 0] = absorbing
+        return torch.from_numpy(np.concatenate([obs, actions, flag], axis=-1)).to(self.device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(..., obs_dim + act_dim) -> (M, ...) raw member rewards (train or eval mode as set)."""
+        """(..., in_dim) -> (M, ...) raw member rewards (train or eval mode as set)."""
         return torch.stack([member(x) for member in self.members])
 
     @torch.inference_mode()
@@ -148,23 +160,35 @@ class RewardEnsemble(nn.Module):
         """Raw (un-normalised) reward of every member: (B, obs_dim), (B, act_dim) -> (M, B)."""
         return self._score(self.inputs(obs, actions)).cpu().numpy()
 
-    def predict(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    def predict(
+        self, obs: np.ndarray, actions: np.ndarray, absorbing: np.ndarray | None = None
+    ) -> np.ndarray:
         """The learned reward PPO trains on: mean of the standardised members, (B,) float32."""
-        raw = self._score(self.inputs(obs, actions))
+        raw = self._score(self.inputs(obs, actions, absorbing))
         normed = (raw - self.out_mean[:, None]) / self.out_std[:, None]
         return normed.mean(dim=0).cpu().numpy().astype(np.float32, copy=False)
 
-    def fit_output_normaliser(self, obs: np.ndarray, actions: np.ndarray) -> None:
+    def absorbing_reward(self) -> float:
+        """The learned reward of one step in the absorbing state (after an episode's end)."""
+        obs = np.zeros((1, self.obs_dim), np.float32)
+        actions = np.zeros((1, self.act_dim), np.float32)
+        return float(self.predict(obs, actions, np.ones(1, bool))[0])
+
+    def fit_output_normaliser(
+        self, obs: np.ndarray, actions: np.ndarray, absorbing: np.ndarray | None = None
+    ) -> None:
         """Set each member's output mean/std from its raw rewards on a sample of steps."""
-        raw = self._score(self.inputs(obs, actions))
+        raw = self._score(self.inputs(obs, actions, absorbing))
         if raw.shape[1] == 0:
             return
         self.out_mean.copy_(raw.mean(dim=1))
         self.out_std.copy_(raw.std(dim=1, correction=0).clamp_min(_MIN_OUT_STD))
 
-    def fit_input_normaliser(self, obs: np.ndarray, actions: np.ndarray) -> None:
+    def fit_input_normaliser(
+        self, obs: np.ndarray, actions: np.ndarray, absorbing: np.ndarray | None = None
+    ) -> None:
         """Re-standardise every member's inputs on a sample of steps (function unchanged)."""
-        x = self.inputs(obs, actions).reshape(-1, self.obs_dim + self.act_dim)
+        x = self.inputs(obs, actions, absorbing).reshape(-1, self.in_dim)
         if x.shape[0] < 2:
             return
         mean, std = x.mean(dim=0), x.std(dim=0, correction=0)
@@ -184,8 +208,9 @@ class RewardEnsemble(nn.Module):
 def stack_pairs(ensemble: RewardEnsemble, pairs: list[Pair]) -> tuple[torch.Tensor, torch.Tensor]:
     """Stack pairs into inputs (P, 2, T, D) and a step mask (P, 2, T) on the ensemble's device.
 
-    Pairs of different lengths are zero-padded to the longest; the mask (1 on real steps) keeps
-    padding out of the summed returns.
+    Absorbing steps carry the absorbing flag and count like any step (the teacher judged them).
+    Pairs of different lengths are zero-padded to the longest; the mask (1 on real or absorbing
+    steps, 0 on that padding) keeps the padding out of the summed returns.
     """
     longest = max(len(p.left) for p in pairs)
     for pair in pairs:
@@ -197,14 +222,15 @@ def stack_pairs(ensemble: RewardEnsemble, pairs: list[Pair]) -> tuple[torch.Tens
                 f"segments have obs/action sizes {pair.left.obs.shape[1]}/"
                 f"{pair.left.actions.shape[1]}, the ensemble expects {ensemble.obs_dim}/{ensemble.act_dim}"
             )
-    dim = ensemble.obs_dim + ensemble.act_dim
-    x = np.zeros((len(pairs), 2, longest, dim), dtype=np.float32)
+    obs_dim, act_dim = ensemble.obs_dim, ensemble.act_dim
+    x = np.zeros((len(pairs), 2, longest, ensemble.in_dim), dtype=np.float32)
     mask = np.zeros((len(pairs), 2, longest), dtype=np.float32)
     for i, pair in enumerate(pairs):
         for j, seg in enumerate((pair.left, pair.right)):
             steps = len(seg)
-            x[i, j, :steps, : ensemble.obs_dim] = seg.obs
-            x[i, j, :steps, ensemble.obs_dim :] = seg.actions
+            x[i, j, :steps, :obs_dim] = seg.obs
+            x[i, j, :steps, obs_dim : obs_dim + act_dim] = seg.actions
+            x[i, j, seg.real_steps : steps, -1] = 1.0
             mask[i, j, :steps] = 1.0
     device = ensemble.device
     return torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device)

@@ -167,10 +167,14 @@ def _stack(ensemble: RewardEnsemble, prefs: list[Preference]) -> _Data:
     return _Data(x, mask, mu)
 
 
-def _labelled_steps(prefs: list[Preference]) -> tuple[np.ndarray, np.ndarray]:
-    """Every step of every labelled segment: (S, obs_dim) observations and (S, act_dim) actions."""
+def _labelled_steps(prefs: list[Preference]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every step of every labelled segment: observations, actions and the absorbing flag."""
     segments = [seg for p in prefs for seg in (p.pair.left, p.pair.right)]
-    return np.concatenate([s.obs for s in segments]), np.concatenate([s.actions for s in segments])
+    return (
+        np.concatenate([s.obs for s in segments]),
+        np.concatenate([s.actions for s in segments]),
+        np.concatenate([s.absorbing_mask() for s in segments]),
+    )
 
 
 def _rng_devices(device: torch.device) -> list[int]:
@@ -191,8 +195,8 @@ def train_ensemble(
     if not prefs:
         return TrainStats(math.nan, math.nan, math.nan, 0, 0, 0)
     train_idx, val_idx = split_indices(len(prefs), cfg.val_fraction, ensemble.seed)
-    obs, actions = _labelled_steps(prefs)
-    ensemble.fit_input_normaliser(obs, actions)
+    obs, actions, absorbing = _labelled_steps(prefs)
+    ensemble.fit_input_normaliser(obs, actions, absorbing)
     data = _stack(ensemble, prefs)
     val_t = torch.from_numpy(val_idx).to(data.x.device)
     epochs = 0
@@ -205,7 +209,7 @@ def train_ensemble(
                 sample = train_idx[rng.integers(len(train_idx), size=len(train_idx))]
             epochs = max(epochs, _train_member(net, data, sample, val_t, cfg, rng))
     ensemble.eval()
-    ensemble.fit_output_normaliser(obs, actions)
+    ensemble.fit_output_normaliser(obs, actions, absorbing)
     train_t = torch.from_numpy(train_idx).to(data.x.device)
     val_prefs = [prefs[i] for i in val_idx]
     return TrainStats(

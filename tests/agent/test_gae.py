@@ -94,3 +94,16 @@ def test_reward_scaler_keeps_sign_and_offset_and_ignores_reset_rows() -> None:
     # a constant reward stays constant (scale only, no centring)
     assert np.ptp(scaled) == pytest.approx(0.0)
     assert scaler.rms.count == pytest.approx(99, abs=1e-3)
+
+
+def test_a_termination_bootstraps_from_the_given_terminal_value() -> None:
+    """With a learned absorbing reward, ending an episode is worth staying ended forever."""
+    d = _reference()
+    adv, _ = compute_gae(**d, gamma=GAMMA, gae_lambda=LAM, terminal_value=-5.0)
+    delta4 = 4.0 + GAMMA * -5.0 - 0.9  # row 4 terminated: bootstraps from the terminal value
+    delta3 = 3.0 + GAMMA * 0.9 - 0.8
+    assert adv[4, 0] == pytest.approx(delta4)
+    assert adv[3, 0] == pytest.approx(delta3 + GAMMA * LAM * delta4)
+    # A truncation still bootstraps from V(final obs), not from the terminal value.
+    plain, _ = compute_gae(**d, gamma=GAMMA, gae_lambda=LAM)
+    assert adv[1, 0] == pytest.approx(plain[1, 0]) and adv[0, 0] == pytest.approx(plain[0, 0])

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from rlhf.config import VideoConfig
+from rlhf.render.captions import text_mask
 from rlhf.render.video import (
     SEPARATOR_PX,
     RenderError,
     SegmentRenderer,
     compose_pair,
     render_pair_video,
-    text_mask,
     write_pair_video,
 )
 from rlhf.types import Pair, Segment

@@ -68,7 +68,7 @@ def test_input_refit_keeps_the_function(small_cfg, toy, rng):
     # A second refit on different data composes correctly too.
     ens.fit_input_normaliser(*toy.steps(rng, scale=0.1))
     np.testing.assert_allclose(ens.member_rewards(obs, act), before, rtol=1e-4, atol=1e-4)
-    assert not torch.allclose(ens.members[0].in_mean, torch.zeros(toy.obs_dim + toy.act_dim))
+    assert not torch.allclose(ens.members[0].in_mean, torch.zeros(ens.in_dim))
 
 
 def test_preference_probs_match_summed_member_rewards(small_cfg, toy, rng):

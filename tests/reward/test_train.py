@@ -16,7 +16,7 @@ from rlhf.reward.train import (
     split_indices,
     train_ensemble,
 )
-from rlhf.types import Preference
+from rlhf.types import Pair, Preference, Segment
 
 
 def test_learns_a_known_reward_to_90_percent_on_held_out_pairs(toy):
@@ -131,3 +131,31 @@ def test_early_stopping_restores_the_best_weights(toy, rng):
     assert stats.epochs < cfg.max_epochs
     assert stats.val_loss == pytest.approx(val_loss(), rel=1e-4)
     assert stats.val_loss <= start + 1e-6
+
+
+def _ending(rng: np.random.Generator, length: int, alive: int, obs_dim: int = 4) -> Segment:
+    """A segment whose episode ends after ``alive`` steps: +1 a step while alive, then absorbing."""
+    obs = rng.normal(size=(length, obs_dim)).astype(np.float32)
+    obs[alive:] = 0.0
+    rewards = np.where(np.arange(length) < alive, 1.0, 0.0).astype(np.float32)
+    empty = np.zeros((length, 0))
+    actions = np.zeros((length, 1), np.float32)
+    return Segment(obs, actions, rewards, empty, empty, "Toy-v0", absorbing=length - alive)
+
+
+@pytest.mark.parametrize("alive_reward_sign", [1.0, -1.0])
+def test_the_absorbing_state_is_worth_what_the_teacher_says(alive_reward_sign: float) -> None:
+    """Segments that end sooner are worse when living pays, better when it costs: the learned
+    absorbing reward falls on the right side of the reward for living."""
+    rng = np.random.default_rng(0)
+    prefs = []
+    for _ in range(300):
+        left, right = (_ending(rng, 20, int(rng.integers(1, 21))) for _ in range(2))
+        diff = alive_reward_sign * (left.true_return - right.true_return)
+        if diff != 0:
+            prefs.append(Preference(Pair(left, right), 1.0 if diff > 0 else 0.0))
+    ensemble = RewardEnsemble(4, 1, RewardConfig(hidden_sizes=(32, 32), max_epochs=40), seed=0)
+    stats = train_ensemble(ensemble, prefs, ensemble.cfg, rng)
+    assert stats.val_accuracy > 0.9
+    living = ensemble.predict(rng.normal(size=(500, 4)), np.zeros((500, 1))).mean()
+    assert np.sign(living - ensemble.absorbing_reward()) == alive_reward_sign

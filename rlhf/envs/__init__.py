@@ -1,0 +1,29 @@
+"""Environments: making them (fixed-horizon if asked), describing them, recording their state."""
+
+from rlhf.envs.make import (
+    ENV_KWARGS_META,
+    EnvError,
+    EnvInfo,
+    check_env_id,
+    describe_env,
+    make_env,
+    make_vec_env,
+    quiet_mujoco_warnings,
+)
+from rlhf.envs.state import StateKind, StateRecorder
+from rlhf.envs.wrappers import ENDED, FixedHorizon
+
+__all__ = [
+    "ENDED",
+    "ENV_KWARGS_META",
+    "EnvError",
+    "EnvInfo",
+    "FixedHorizon",
+    "StateKind",
+    "StateRecorder",
+    "check_env_id",
+    "describe_env",
+    "make_env",
+    "make_vec_env",
+    "quiet_mujoco_warnings",
+]

@@ -1,0 +1,63 @@
+"""The simulator state a segment records at each step, so the segment can be shown again later.
+
+* MuJoCo envs: ``qpos`` and ``qvel`` (set them, ``mj_forward``, render: the exact picture).
+* Classic-control envs (Pendulum, MountainCarContinuous): their ``state`` vector, kept in the
+  segment's ``qpos`` (``qvel`` is empty); setting it back and calling the env's own ``render()``
+  draws the same picture.
+* Anything else records nothing and cannot be shown to a person (synthetic feedback still works).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import gymnasium as gym
+import numpy as np
+
+
+class StateKind(enum.StrEnum):
+    MUJOCO = "mujoco"
+    CLASSIC = "classic"
+    NONE = "none"
+
+
+def state_kind(env: gym.Env) -> StateKind:
+    """Which kind of replayable state ``env`` has (after a reset)."""
+    inner = env.unwrapped
+    data = getattr(inner, "data", None)
+    if data is not None and hasattr(data, "qpos") and hasattr(data, "qvel"):
+        return StateKind.MUJOCO
+    state = getattr(inner, "state", None)
+    if state is not None and np.asarray(state).dtype.kind == "f" and np.ndim(state) == 1:
+        return StateKind.CLASSIC
+    return StateKind.NONE
+
+
+def state_sizes(env: gym.Env) -> tuple[int, int]:
+    """(nq, nv): sizes of the recorded state of one step (0, 0 when nothing is recorded)."""
+    kind = state_kind(env)
+    inner = env.unwrapped
+    if kind is StateKind.MUJOCO:
+        return int(inner.data.qpos.shape[0]), int(inner.data.qvel.shape[0])
+    if kind is StateKind.CLASSIC:
+        return int(np.asarray(inner.state).shape[0]), 0
+    return 0, 0
+
+
+class StateRecorder:
+    """Reads the state of every sub-env of a SyncVectorEnv into preallocated arrays."""
+
+    def __init__(self, envs: gym.vector.SyncVectorEnv) -> None:
+        self._envs = [e.unwrapped for e in envs.envs]
+        self.kind = state_kind(envs.envs[0])
+        self.nq, self.nv = state_sizes(envs.envs[0])
+
+    def read(self, qpos_out: np.ndarray, qvel_out: np.ndarray) -> None:
+        """Copy the current state of env i into ``qpos_out[i]`` and ``qvel_out[i]``."""
+        if self.kind is StateKind.MUJOCO:
+            for i, env in enumerate(self._envs):
+                qpos_out[i] = env.data.qpos
+                qvel_out[i] = env.data.qvel
+        elif self.kind is StateKind.CLASSIC:
+            for i, env in enumerate(self._envs):
+                qpos_out[i] = env.state

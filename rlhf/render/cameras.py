@@ -1,0 +1,57 @@
+"""How each clip frames its robot: a camera that depends only on the state being drawn.
+
+A frame must depend on the state alone (never on what was drawn before), and the robot must stay
+in the picture. Gymnasium's walkers carry a ``track`` camera that follows the body with a fixed
+offset; where that camera is missing or too close, a MuJoCo *tracking* camera follows a body at a
+set distance, and tasks that stay in one place get a fixed camera aimed at the task.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Camera:
+    """One way to frame a clip.
+
+    Attributes:
+        model_track: use the model's own ``track`` camera (when it has one).
+        track_body: follow this body at ``distance`` (a MuJoCo tracking camera); None: fixed.
+        lookat: where a fixed camera looks (None: the centre of the model).
+        distance: metres from the point looked at (None: from the model's extent).
+        azimuth: degrees around the vertical axis (None: the model's default).
+        elevation: degrees above the horizon, negative looks down (None: the model's default).
+    """
+
+    model_track: bool = False
+    track_body: str | None = None
+    lookat: tuple[float, float, float] | None = None
+    distance: float | None = None
+    azimuth: float | None = None
+    elevation: float | None = None
+
+
+TRACK = Camera(model_track=True)
+"""The model's ``track`` camera; a fixed view of the whole model when it has none."""
+
+CAMERAS: dict[str, Camera] = {
+    # The Ant's own track camera is close enough to cut its legs off.
+    "Ant": Camera(track_body="torso", distance=5.0, elevation=-25.0, azimuth=90.0),
+    # Tasks that stay put: aim at the task, close enough to see it.
+    "Reacher": Camera(lookat=(0.0, 0.0, 0.0), distance=0.75, elevation=-70.0, azimuth=90.0),
+    "InvertedPendulum": Camera(lookat=(0.0, 0.0, 0.35), distance=2.6, elevation=-5.0, azimuth=90.0),
+    "InvertedDoublePendulum": Camera(
+        lookat=(0.0, 0.0, 0.45), distance=4.2, elevation=-5.0, azimuth=90.0
+    ),
+}
+
+
+def family(env_id: str) -> str:
+    """``HalfCheetah-v5`` -> ``HalfCheetah`` (namespace and version dropped)."""
+    return re.sub(r"-v\d+$", "", env_id.rsplit("/", 1)[-1])
+
+
+def camera_for(env_id: str) -> Camera:
+    return CAMERAS.get(family(env_id), TRACK)

@@ -1,0 +1,174 @@
+"""Every task of the family trains from preferences: it starts, cuts segments, renders a clip, and
+short or terminating episodes neither starve the queries nor teach the agent to fall."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import imageio_ffmpeg
+import numpy as np
+import pytest
+
+from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig, RewardConfig, VideoConfig
+from rlhf.envs import describe_env
+from rlhf.preflight import preflight
+from rlhf.render.video import render_pair_video
+from rlhf.runner import run
+from rlhf.store import LabelStore
+
+FAMILY = [
+    "HalfCheetah-v5",
+    "Hopper-v5",
+    "Walker2d-v5",
+    "Ant-v5",
+    "Humanoid-v5",
+    "HumanoidStandup-v5",
+    "Swimmer-v5",
+    "Reacher-v5",
+    "Pusher-v5",
+    "InvertedPendulum-v5",
+    "InvertedDoublePendulum-v5",
+    # Not MuJoCo: drawn by the env itself from its restored state.
+    "Pendulum-v1",
+    "MountainCarContinuous-v0",
+]
+
+
+def _tiny(tmp_path: Path, env_id: str, **kw) -> Config:
+    base = dict(
+        env_id=env_id,
+        total_timesteps=512,
+        feedback="synthetic",
+        runs_dir=str(tmp_path),
+        run_name="run",
+        progress=False,
+        ppo=PPOConfig(num_steps=512, num_minibatches=4, update_epochs=1),
+        query=QueryConfig(total_labels=8),
+    )
+    return Config(**(base | kw))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", FAMILY)
+def test_every_task_starts_cuts_segments_and_renders_a_clip(tmp_path: Path, env_id: str) -> None:
+    cfg = _tiny(tmp_path, env_id)
+    plan = preflight(cfg)
+    episode = plan.env.max_episode_steps or 10**9
+    assert plan.segment_length == min(50, episode)  # the synthetic teacher's default
+    if plan.env.dt is not None:  # for a person: about 2 s of simulated time, at most an episode
+        human = preflight(replace(cfg, feedback="human"))
+        assert human.segment_length == min(round(2.0 / plan.env.dt), episode, 512)
+    summary = run(cfg)
+    assert summary.status == "finished" and summary.labels_used > 0
+    store = LabelStore(tmp_path / "run" / "labels.sqlite")
+    pair = store.get_pair(store.labels()[0].pair_id)
+    assert len(pair.left) == len(pair.right) == plan.segment_length
+    video = render_pair_video(pair, tmp_path / "clip.mp4", VideoConfig(width=32, height=32))
+    reader = imageio_ffmpeg.read_frames(str(video))
+    meta = next(reader)
+    frames = [np.frombuffer(f, np.uint8) for f in reader]
+    assert len(frames) == plan.segment_length and meta["size"][0] > 64  # both clips side by side
+    assert max(f.std() for f in frames) > 5  # a picture, not a blank frame
+
+
+def test_short_episodes_still_give_segments_and_labels(tmp_path: Path) -> None:
+    """A random InvertedPendulum drops its pole within ~10 steps, far sooner than a 2-second
+    segment (50 steps). Each episode still gives a segment that ends with the fall, padded with
+    the absorbing state, and those pairs are asked about and labelled."""
+    summary = run(_tiny(tmp_path, "InvertedPendulum-v5", total_timesteps=1024))
+    assert summary.labels_used > 0 and summary.episodes > 20
+    store = LabelStore(tmp_path / "run" / "labels.sqlite")
+    pairs = [store.get_pair(label.pair_id) for label in store.labels()]
+    assert all(len(p.left) == 50 for p in pairs)
+    assert all(p.left.absorbing > 0 and p.right.absorbing > 0 for p in pairs)
+
+
+def test_fixed_horizon_episodes_run_to_the_time_limit(tmp_path: Path) -> None:
+    """With --terminations fixed-horizon the pole falls, the episode goes on (1000 steps), and
+    the return reported is still the standard env's: the steps until the fall."""
+    cfg = _tiny(tmp_path, "InvertedPendulum-v5", total_timesteps=1024, terminations="fixed-horizon")
+    summary = run(cfg)
+    assert summary.labels_used > 0 and summary.episodes == 1
+    assert summary.final_true_return is not None and summary.final_true_return < 60
+
+
+def test_standard_episodes_too_short_for_a_segment_are_refused(tmp_path: Path) -> None:
+    ppo = PPOConfig(num_steps=256, num_minibatches=4, update_epochs=1)
+    cfg = _tiny(
+        tmp_path, "InvertedPendulum-v5", total_timesteps=40 * 256, terminations="standard", ppo=ppo
+    )
+    with pytest.raises(ConfigError) as err:
+        run(cfg)
+    message = str(err.value)
+    assert "no episode lasted a segment (50 steps) in 10 iterations" in message
+    assert "--query.segment-length" in message and "--terminations fixed-horizon" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [
+        ({"query": QueryConfig(total_labels=0)}, "--query.total-labels is 0"),
+        (
+            {"env_id": "Reacher-v5", "query": QueryConfig(segment_length=60)},
+            "--query.segment-length 60 is longer than an episode of Reacher-v5",
+        ),
+        (
+            {"query": QueryConfig(segment_length=600)},
+            "--query.segment-length 600 is longer than a rollout (--num-steps 512)",
+        ),
+        ({"env_kwargs": '{"no_such_argument": 1}'}, "--env-kwargs: HalfCheetah-v5 refused them"),
+        ({"feedback": "human", "env_id": "rlhf-test/PointGoal-v0"}, "use --feedback synthetic"),
+    ],
+)
+def test_what_cannot_work_is_refused_before_a_run_starts(
+    tmp_path: Path, changes: dict, needle: str
+) -> None:
+    cfg = _tiny(tmp_path, **({"env_id": "HalfCheetah-v5"} | changes))
+    with pytest.raises(ConfigError) as err:
+        preflight(cfg)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_env_kwargs_reach_the_env(tmp_path: Path) -> None:
+    info = describe_env("Hopper-v5", {"frame_skip": 2})
+    assert info.dt == pytest.approx(0.004)
+    summary = run(_tiny(tmp_path, "Hopper-v5", env_kwargs='{"frame_skip": 2}'))
+    assert summary.status == "finished"
+
+
+@pytest.mark.slow
+def test_hopper_learns_to_stay_up_instead_of_ending_its_episodes(tmp_path: Path) -> None:
+    """The learned reward never sees a termination, so standard episodes leak the reward's sign
+    into the policy. With the absorbing state, 60k steps from 100 oracle labels teach Hopper to
+    stay up: its episodes end after 458 steps on average (seed 1; a random policy falls after
+    ~20). Measured on the same budget: --terminations standard, 116; the code before absorbing
+    states, 95 (seeds 1-3: 95, 92, 75), so this test fails on both. Retraining at every 25%
+    growth of the labels keeps this small budget's reward rounds as measured (the default 10%,
+    chosen on 300k-step runs, gives 162 here: above random, below this test's bar)."""
+    cfg = Config(
+        env_id="Hopper-v5",
+        total_timesteps=60 * 1024,
+        seed=1,
+        feedback="synthetic",
+        runs_dir=str(tmp_path),
+        run_name="hopper",
+        progress=False,
+        ppo=PPOConfig(num_steps=1024),
+        query=QueryConfig(total_labels=100, segment_length=50),
+        reward_model=RewardConfig(retrain_growth=0.25),
+    )
+    run(cfg)
+    lengths = _scalars(tmp_path / "hopper" / "tb", "charts/episodic_length")
+    random_policy, trained = np.mean(lengths[:50]), np.mean(lengths[-50:])
+    assert random_policy < 30, random_policy
+    assert trained >= max(random_policy, 250), (random_policy, trained)
+
+
+def _scalars(tb: Path, tag: str) -> list[float]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tb), size_guidance={"scalars": 0})
+    acc.Reload()
+    return [event.value for event in acc.Scalars(tag)]
