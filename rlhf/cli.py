@@ -1,4 +1,4 @@
-"""Command line: ``rlhf train`` and ``rlhf serve`` (also ``python -m rlhf``).
+"""Command line: ``rlhf train``, ``serve``, ``sweep`` and ``runs`` (also ``python -m rlhf``).
 
 Every user error (bad flag, wrong env id, out-of-range value) is one line on stderr and exit code
 2, never a traceback.
@@ -22,6 +22,7 @@ import tyro
 
 from rlhf import config_paths
 from rlhf.config import Config, ConfigError, VideoConfig, WebConfig
+from rlhf.runs_command import Runs
 from rlhf.sweep.command import Sweep
 
 T = TypeVar("T")
@@ -62,12 +63,13 @@ class Serve:
     """Video rendering settings."""
 
 
-COMMANDS: dict[str, type] = {"train": Config, "serve": Serve, "sweep": Sweep}
+COMMANDS: dict[str, type] = {"train": Config, "serve": Serve, "sweep": Sweep, "runs": Runs}
 
 Command = (
     Annotated[Config, tyro.conf.subcommand("train", prefix_name=False)]
     | Annotated[Serve, tyro.conf.subcommand("serve", prefix_name=False)]
     | Annotated[Sweep, tyro.conf.subcommand("sweep", prefix_name=False)]
+    | Annotated[Runs, tyro.conf.subcommand("runs", prefix_name=False)]
 )
 
 
@@ -77,7 +79,7 @@ def fail(message: str) -> None:
     raise SystemExit(2)
 
 
-def parse(argv: list[str]) -> Config | Serve | Sweep:
+def parse(argv: list[str]) -> Config | Serve | Sweep | Runs:
     """The command ``argv`` asks for, validated; any user error exits through :func:`fail`."""
     if argv and not argv[0].startswith("-"):
         if argv[0] not in COMMANDS:
@@ -192,6 +194,10 @@ def main(argv: list[str] | None = None) -> None:
             from rlhf.sweep.driver import sweep_main
 
             sweep_main(command)
+        elif isinstance(command, Runs):
+            from rlhf.runs_command import runs_main
+
+            runs_main(command)
         else:
             from rlhf.runner import run
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -62,6 +65,10 @@ class RunDir:
     @property
     def summary(self) -> Path:
         return self.root / "summary.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / ".trainer.lock"
 
     @property
     def name(self) -> str:
@@ -173,3 +180,40 @@ def open_run_dir(path: str | Path) -> RunDir:
     if not run.labels.exists():
         raise ConfigError(f"{run.root} is not a run directory (no labels.sqlite in it)")
     return run
+
+
+@contextlib.contextmanager
+def trainer_lock(run: RunDir) -> Iterator[None]:
+    """Hold the run for one trainer: a second ``rlhf train --resume`` of a run that is training
+    (which would write the same checkpoints and TensorBoard files) is one line instead.
+
+    An advisory ``flock`` that the kernel drops when the process dies, so a killed trainer
+    leaves no stale lock behind.
+    """
+    fd = os.open(run.lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(
+                f"{run.root} is being trained by another process; stop it first (Ctrl-C there"
+                " writes a checkpoint), then --resume"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def is_trainer_running(run: RunDir) -> bool:
+    """Whether a trainer holds ``run`` now (see :func:`trainer_lock`)."""
+    try:
+        fd = os.open(run.lock, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

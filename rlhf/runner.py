@@ -38,7 +38,7 @@ from rlhf.loop import (
     write_checkpoint,
 )
 from rlhf.preflight import preflight
-from rlhf.run_dir import RunDir, create_run_dir, write_config
+from rlhf.run_dir import RunDir, create_run_dir, trainer_lock, write_config
 from rlhf.status import Phase
 
 _INTERRUPT_GRACE = 3.0
@@ -67,10 +67,12 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
         run_dir = RunDir(Path(cfg.resume))  # type: ignore[arg-type]
         progress = Progress.from_state_dict(state["progress"])
         progress.sessions += 1
-        write_config(run_dir, cfg)  # the budget may have been raised
     total = -(-cfg.total_timesteps // cfg.batch_size) * cfg.batch_size
-    logger = Logger(run_dir.tb, total, cfg.progress, start_step=progress.env_steps)
     with contextlib.ExitStack() as cleanup:
+        cleanup.enter_context(trainer_lock(run_dir))  # one trainer per run
+        if state is not None:
+            write_config(run_dir, cfg)  # the budget may have been raised
+        logger = Logger(run_dir.tb, total, cfg.progress, start_step=progress.env_steps)
         cleanup.callback(logger.close)
         stop = cleanup.enter_context(StopSignals(logger.message))
         t = build_trainer(cfg, plan, run_dir, logger, stop, progress, reward_fn, cleanup)
