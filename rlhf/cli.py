@@ -1,4 +1,5 @@
-"""Command line: ``rlhf train``, ``serve``, ``sweep`` and ``runs`` (also ``python -m rlhf``).
+"""Command line: ``rlhf train``, ``serve``, ``sweep``, ``runs``, ``export``, ``import``
+(also ``python -m rlhf``).
 
 Every user error (bad flag, wrong env id, out-of-range value) is one line on stderr and exit code
 2, never a traceback.
@@ -22,7 +23,7 @@ import tyro
 
 from rlhf import config_paths
 from rlhf.config import Config, ConfigError, VideoConfig, WebConfig
-from rlhf.runs_command import Runs
+from rlhf.runs_command import Export, Import, Runs
 from rlhf.sweep.command import Sweep
 
 T = TypeVar("T")
@@ -63,13 +64,22 @@ class Serve:
     """Video rendering settings."""
 
 
-COMMANDS: dict[str, type] = {"train": Config, "serve": Serve, "sweep": Sweep, "runs": Runs}
+COMMANDS: dict[str, type] = {
+    "train": Config,
+    "serve": Serve,
+    "sweep": Sweep,
+    "runs": Runs,
+    "export": Export,
+    "import": Import,
+}
 
 Command = (
     Annotated[Config, tyro.conf.subcommand("train", prefix_name=False)]
     | Annotated[Serve, tyro.conf.subcommand("serve", prefix_name=False)]
     | Annotated[Sweep, tyro.conf.subcommand("sweep", prefix_name=False)]
     | Annotated[Runs, tyro.conf.subcommand("runs", prefix_name=False)]
+    | Annotated[Export, tyro.conf.subcommand("export", prefix_name=False)]
+    | Annotated[Import, tyro.conf.subcommand("import", prefix_name=False)]
 )
 
 
@@ -79,7 +89,7 @@ def fail(message: str) -> None:
     raise SystemExit(2)
 
 
-def parse(argv: list[str]) -> Config | Serve | Sweep | Runs:
+def parse(argv: list[str]) -> Config | Serve | Sweep | Runs | Export | Import:
     """The command ``argv`` asks for, validated; any user error exits through :func:`fail`."""
     if argv and not argv[0].startswith("-"):
         if argv[0] not in COMMANDS:
@@ -198,6 +208,10 @@ def main(argv: list[str] | None = None) -> None:
             from rlhf.runs_command import runs_main
 
             runs_main(command)
+        elif isinstance(command, Export | Import):
+            from rlhf.runs_command import export_main, import_main
+
+            (export_main if isinstance(command, Export) else import_main)(command)
         else:
             from rlhf.runner import run
 

@@ -107,3 +107,40 @@ def _clean(infos: list[RunInfo], rule: CleanRule, dry_run: bool) -> None:
         print(f"{info.path.name} ({reason}): {verb} {parts}, {human_size(info.cleanable)}")
     tail = " (dry run: add --no-dry-run to remove)" if dry_run and chosen else ""
     print(f"{verb} {human_size(freed)} from {len(chosen)} of {len(infos)} runs{tail}")
+
+
+@dataclass(frozen=True)
+class Export:
+    """rlhf export: write a run's segments, pairs and labels as a dataset (Parquet files and
+    dataset.json; see rlhf/datasets.py for the schema). The run is only read."""
+
+    run: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RUN")]
+    """The run directory, e.g. runs/Hopper-v5__human__1__20261122-101500."""
+    out: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="OUT")]
+    """A new directory for the dataset."""
+
+
+@dataclass(frozen=True)
+class Import:
+    """rlhf import: write a dataset into DIR/labels.sqlite, a new label store with the same
+    ids (unlabelled pairs get their videos rendered again when served)."""
+
+    dataset: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="DATASET")]
+    """A directory written by rlhf export."""
+    target: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="DIR")]
+    """Where the new labels.sqlite goes."""
+
+
+def export_main(cmd: Export) -> None:
+    from rlhf.datasets import export_run
+
+    counts = export_run(Path(cmd.run), Path(cmd.out))
+    print(f"{cmd.out}: {counts.segments} segments, {counts.pairs} pairs, {counts.labels} labels")
+
+
+def import_main(cmd: Import) -> None:
+    from rlhf.datasets import import_dataset
+
+    counts = import_dataset(Path(cmd.dataset), Path(cmd.target))
+    store = Path(cmd.target) / "labels.sqlite"
+    print(f"{store}: {counts.segments} segments, {counts.pairs} pairs, {counts.labels} labels")

@@ -1,0 +1,111 @@
+"""rlhf export / rlhf import: a run's labelled data as Parquet files, and back, exactly."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlhf.cli import main
+from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig
+from rlhf.datasets import export_run, import_dataset, read_segments
+from rlhf.runner import run
+from rlhf.store import LabelStore
+
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> Path:
+    """A real run with labels: Pendulum-v1, synthetic teacher."""
+    runs = tmp_path_factory.mktemp("runs")
+    run(
+        Config(
+            env_id="Pendulum-v1",
+            total_timesteps=1024,
+            feedback="synthetic",
+            runs_dir=str(runs),
+            run_name="src",
+            progress=False,
+            ppo=PPOConfig(num_steps=512, num_minibatches=4, update_epochs=1),
+            query=QueryConfig(total_labels=12, segment_length=25),
+        )
+    )
+    return runs / "src"
+
+
+def test_export_import_export_gives_the_same_files_and_the_same_labels(
+    source: Path, tmp_path: Path
+) -> None:
+    store_bytes = (source / "labels.sqlite").read_bytes()
+    first = export_run(source, tmp_path / "a")
+    assert (source / "labels.sqlite").read_bytes() == store_bytes  # the run is only read
+    assert first.labels == 12 and first.pairs >= 12 and first.segments >= 2 * first.pairs
+    again = import_dataset(tmp_path / "a", tmp_path / "copy")
+    assert again == first
+    export_run(tmp_path / "copy", tmp_path / "b")
+    for name in ("segments.parquet", "pairs.parquet", "labels.parquet"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+    old, new = LabelStore(source / "labels.sqlite"), LabelStore(tmp_path / "copy/labels.sqlite")
+    assert new.labels() == old.labels()  # answers, sources, labellers, times
+    assert [p.mu for p in new.preferences()] == [p.mu for p in old.preferences()]
+    assert new.get_meta("env_id") == "Pendulum-v1"
+    for label in old.labels():
+        was, now = old.get_pair(label.pair_id), new.get_pair(label.pair_id)
+        for a, b in ((was.left, now.left), (was.right, now.right)):
+            for field in ("obs", "actions", "true_rewards", "qpos", "qvel"):
+                x, y = getattr(a, field), getattr(b, field)
+                assert x.dtype == y.dtype and np.array_equal(x, y)
+            assert (a.env_id, a.start_step, a.absorbing) == (b.env_id, b.start_step, b.absorbing)
+
+
+def test_the_files_are_plain_parquet_with_the_documented_columns(
+    source: Path, tmp_path: Path
+) -> None:
+    export_run(source, tmp_path / "d")
+    labels = pq.read_table(tmp_path / "d" / "labels.parquet")
+    assert {"pair_id", "answer", "source", "labeller", "response_ms", "created_at"} <= set(
+        labels.column_names
+    )
+    pairs = pq.read_table(tmp_path / "d" / "pairs.parquet").column_names
+    assert {"id", "left_segment", "right_segment"} <= set(pairs) and "video_path" not in pairs
+    segments = read_segments(tmp_path / "d")
+    first = next(iter(segments.values()))
+    assert first.obs.shape == (25, 3) and first.qpos.shape[0] == 25
+    info = json.loads((tmp_path / "d" / "dataset.json").read_text())
+    assert info["format"] == "rlhf-preferences" and info["schema_version"] == 1
+
+
+def test_bad_input_is_one_line_and_changes_nothing(source: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not a run directory"):
+        export_run(tmp_path, tmp_path / "x")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "mine.txt").write_text("keep")
+    with pytest.raises(ConfigError, match="not empty"):
+        export_run(source, tmp_path / "full")
+    export_run(source, tmp_path / "d")
+    with pytest.raises(ConfigError, match="exists; import into a new directory"):
+        import_dataset(tmp_path / "d", source)
+    info = json.loads((tmp_path / "d" / "dataset.json").read_text())
+    (tmp_path / "d" / "dataset.json").write_text(json.dumps(info | {"schema_version": 99}))
+    with pytest.raises(ConfigError, match="newer than this rlhf reads"):
+        import_dataset(tmp_path / "d", tmp_path / "new")
+    assert not (tmp_path / "new" / "labels.sqlite").exists()
+
+
+def test_cli_round_trip_and_missing_pyarrow(
+    source: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    main(["export", str(source), str(tmp_path / "d")])
+    main(["import", str(tmp_path / "d"), str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    assert "12 labels" in out and str(tmp_path / "r" / "labels.sqlite") in out
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(SystemExit):
+        main(["export", str(source), str(tmp_path / "e")])
+    err = capsys.readouterr().err
+    assert "pip install 'rlhf[data]'" in err and err.count("\n") == 1
