@@ -1,5 +1,5 @@
-"""Command line: ``rlhf train``, ``serve``, ``sweep``, ``runs``, ``export``, ``import``
-(also ``python -m rlhf``).
+"""Command line: ``rlhf train``, ``serve``, ``sweep``, ``runs``, ``export``, ``import``,
+``reward fit`` (also ``python -m rlhf``).
 
 Every user error (bad flag, wrong env id, out-of-range value) is one line on stderr and exit code
 2, never a traceback.
@@ -23,6 +23,7 @@ import tyro
 
 from rlhf import config_paths
 from rlhf.config import Config, ConfigError, VideoConfig, WebConfig
+from rlhf.reward_fit import RewardCommand
 from rlhf.runs_command import Export, Import, Runs
 from rlhf.sweep.command import Sweep
 
@@ -71,6 +72,7 @@ COMMANDS: dict[str, type] = {
     "runs": Runs,
     "export": Export,
     "import": Import,
+    "reward": RewardCommand,
 }
 
 Command = (
@@ -80,6 +82,7 @@ Command = (
     | Annotated[Runs, tyro.conf.subcommand("runs", prefix_name=False)]
     | Annotated[Export, tyro.conf.subcommand("export", prefix_name=False)]
     | Annotated[Import, tyro.conf.subcommand("import", prefix_name=False)]
+    | Annotated[RewardCommand, tyro.conf.subcommand("reward", prefix_name=False)]
 )
 
 
@@ -89,7 +92,7 @@ def fail(message: str) -> None:
     raise SystemExit(2)
 
 
-def parse(argv: list[str]) -> Config | Serve | Sweep | Runs | Export | Import:
+def parse(argv: list[str]) -> Config | Serve | Sweep | Runs | Export | Import | RewardCommand:
     """The command ``argv`` asks for, validated; any user error exits through :func:`fail`."""
     if argv and not argv[0].startswith("-"):
         if argv[0] not in COMMANDS:
@@ -212,6 +215,10 @@ def main(argv: list[str] | None = None) -> None:
             from rlhf.runs_command import export_main, import_main
 
             (export_main if isinstance(command, Export) else import_main)(command)
+        elif isinstance(command, RewardCommand):
+            from rlhf.reward_fit import reward_main
+
+            reward_main(command)
         else:
             from rlhf.runner import run
 

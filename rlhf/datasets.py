@@ -30,7 +30,7 @@ import numpy as np
 from rlhf.config import ConfigError
 from rlhf.store import LabelStore
 from rlhf.store.records import pack_segment, unpack_segment
-from rlhf.types import Segment
+from rlhf.types import Answer, Pair, Preference, Segment
 
 FORMAT = "rlhf-preferences"
 SCHEMA_VERSION = 1
@@ -203,3 +203,21 @@ def _insert_rows(con: sqlite3.Connection, table: str, rows: list[dict[str, Any]]
         f"INSERT INTO {table}({', '.join(names)}) VALUES({marks})",
         [tuple(row[k] for k in names) for row in rows],
     )
+
+
+def read_preferences(dataset: Path) -> list[Preference]:
+    """The dataset's labels as training data, oldest first (skips left out)."""
+    pa = _pyarrow()
+    read_info(dataset)
+    segments = read_segments(dataset)
+    pairs = {row["id"]: row for row in pa.parquet.read_table(dataset / "pairs.parquet").to_pylist()}
+    prefs = []
+    for label in pa.parquet.read_table(dataset / "labels.parquet").to_pylist():
+        mu = Answer(label["answer"]).mu
+        if mu is None:
+            continue
+        pair = pairs[label["pair_id"]]
+        prefs.append(
+            Preference(Pair(segments[pair["left_segment"]], segments[pair["right_segment"]]), mu)
+        )
+    return prefs
