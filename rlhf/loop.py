@@ -120,10 +120,9 @@ def learned_rewards(
     human = t.cfg.feedback == "human"
     if human and q.retire_after:
         retire_stale_pairs(p.store, t.logger, iteration - q.retire_after, step)
-    # The schedule counts what was answered (or can still be): retired and failed pairs are
-    # asked for again, fresh.
-    counts = p.store.counts()
-    due = p.schedule.due(step) - (t.progress.requested - counts.retired - counts.failed)
+    # The schedule counts what was answered (or still can be): retired pairs are asked for
+    # again, fresh. (Failed videos are not: a renderer that always fails would ask forever.)
+    due = p.schedule.due(step) - (t.progress.requested - p.store.counts().retired)
     if due > 0 and len(p.pool) >= 2:
         model = p.reward if p.reward.trained else None  # no model yet: uniform pairs
         pairs = select_pairs(p.pool.segments(), due, q.selection, model, q.oversample, rng["query"])

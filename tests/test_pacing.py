@@ -73,14 +73,14 @@ def test_the_schedule_asks_again_for_retired_pairs_and_counts_answers(tmp_path: 
     from rlhf.lifecycle import Progress
     from rlhf.reward.select import QuerySchedule
 
-    # What learned_rewards computes: due - (asked - retired - failed).
+    # What learned_rewards computes: due - (asked - retired).
     schedule = QuerySchedule(10, 0.5, 1000)
     store = LabelStore(tmp_path / "labels.sqlite")
     progress = Progress()
     progress.requested = len(store.add_pairs(_pairs(5, np.random.default_rng(0)), iteration=1))
     store.retire_before(2)
     counts = store.counts()
-    assert schedule.due(0) - (progress.requested - counts.retired - counts.failed) == 5
+    assert schedule.due(0) - (progress.requested - counts.retired) == 5
 
 
 def _free_port() -> int:
