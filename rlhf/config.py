@@ -169,6 +169,10 @@ class QueryConfig:
     """How candidate pairs are ranked: at random, by ensemble std of P(left>right), or by entropy."""
     oversample: int = 10
     """Candidates drawn per requested pair before ranking."""
+    retire_after: int = 20
+    """Human feedback: a pair still unanswered this many PPO iterations after it was asked for
+    is no longer shown (it judges a policy that no longer exists) and a fresh one is asked for
+    in its place; 0: never."""
 
     def validate(self) -> None:
         _check(self.total_labels >= 0, "{query.total_labels} must be >= 0")
@@ -180,6 +184,7 @@ class QueryConfig:
         )
         _check(self.oversample >= 1, "{query.oversample} must be >= 1")
         _check(self.pool_size >= 2, "{query.pool_size} must be >= 2")
+        _check(self.retire_after >= 0, "{query.retire_after} must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -223,14 +228,19 @@ class VideoConfig:
     """Render floor reflections (slow on software GL)."""
     fps: Annotated[float | None, tyro.conf.arg(metavar="FLOAT")] = None
     """Frames per second; None plays the segment at real time (1 / env dt)."""
-    ready_ahead: int = 4
-    """Pairs the render worker keeps ready ahead of the labeller."""
+    ready_ahead: int = 6
+    """Pairs the render workers keep ready (or rendering) ahead of the labeller."""
+    render_processes: int = 0
+    """Render processes; 0: one per core but the trainer's, at least 2, at most 4."""
+    antialias: bool = False
+    """4x multisampling: smoother edges at ~2.5x the render time on software GL (measured)."""
 
     def validate(self) -> None:
         _check(self.width >= 16, "{video.width} must be >= 16")
         _check(self.height >= 16, "{video.height} must be >= 16")
         _check(self.fps is None or self.fps > 0, "{video.fps} must be > 0")
         _check(self.ready_ahead >= 1, "{video.ready_ahead} must be >= 1")
+        _check(self.render_processes >= 0, "{video.render_processes} must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -282,6 +292,12 @@ class Config:
     """Where preference labels come from (with --reward learned)."""
     feedback_wait: bool = False
     """Block PPO until the initial share of labels has arrived (human feedback)."""
+    feedback_pace: bool = True
+    """Human feedback: when the labeller is behind the label schedule, PPO waits between
+    iterations until every pair asked so far is answered, instead of spending the step budget
+    on a stale reward (the page and the terminal say so). --no-feedback-pace: PPO runs freely."""
+    task: str = ""
+    """What to teach, in words (e.g. "run backwards"): shown above the videos, kept with the run."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Torch device for the networks; auto uses CUDA when present."""
     num_envs: int = 1

@@ -32,6 +32,7 @@ from rlhf.config import Config, ConfigError
 from rlhf.envs import make_vec_env
 from rlhf.lifecycle import CheckpointClock, Progress, StopSignals
 from rlhf.logger import Logger
+from rlhf.pacing import retire_stale_pairs, wait_for_schedule
 from rlhf.preferences import Preferences, open_preferences
 from rlhf.preflight import RunPlan
 from rlhf.report import (
@@ -116,14 +117,23 @@ def learned_rewards(
     p.pool.add(segments)
     t.longest_episode = max([t.longest_episode, *rollout.episode_lengths])
     refuse_without_segments(len(p.pool), iteration, t.plan.segment_length, t.longest_episode)
-    due = p.schedule.due(step) - t.progress.requested
+    human = t.cfg.feedback == "human"
+    if human and q.retire_after:
+        retire_stale_pairs(p.store, t.logger, iteration - q.retire_after, step)
+    # The schedule counts what was answered (or still can be): retired pairs are asked for
+    # again, fresh. (Failed videos are not: a renderer that always fails would ask forever.)
+    due = p.schedule.due(step) - (t.progress.requested - p.store.counts().retired)
     if due > 0 and len(p.pool) >= 2:
         model = p.reward if p.reward.trained else None  # no model yet: uniform pairs
         pairs = select_pairs(p.pool.segments(), due, q.selection, model, q.oversample, rng["query"])
         p.feedback.request(pairs, iteration)
         t.progress.requested += len(pairs)
         t.logger.scalar("labels/requested", t.progress.requested, step)
-    if t.cfg.feedback_wait and not p.reward.trained:
+    if human and t.cfg.feedback_pace:
+        wait_for_schedule(
+            p, t.stop, t.logger, lambda msg, **kw: publish(t, Phase.WAITING, msg, **kw)
+        )
+    elif t.cfg.feedback_wait and not p.reward.trained:
         wait_for_first_labels(t, p)
     labelled = p.labelled()
     if p.reward.wants_fit(len(labelled)):
@@ -198,8 +208,19 @@ def publish(t: Trainer, phase: Phase, message: str, **extra: object) -> None:
     """Write the trainer status where the labelling page reads it (runs with a store only)."""
     if t.prefs is not None:
         labels_used = t.prefs.reward.fitted_on
+        extra.setdefault("eta_seconds", eta_seconds(t))
         status = trainer_status(t.cfg, t.progress, labels_used, phase, message, **extra)  # type: ignore[arg-type]
         t.prefs.store.set_meta(STATUS_KEY, status.to_json())
+
+
+def eta_seconds(t: Trainer) -> float | None:
+    """Wall time left at this session's pace so far (waits for labels included); None before
+    the first step of the session."""
+    done = t.collector.global_step - t.start_step
+    if done <= 0:
+        return None
+    left = max(t.cfg.total_timesteps - t.collector.global_step, 0)
+    return (time.monotonic() - t.started) / done * left
 
 
 # -- building, saving and restoring a run's parts ------------------------------------------------

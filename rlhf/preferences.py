@@ -71,6 +71,7 @@ def open_preferences(
     store = LabelStore(run_dir.labels)
     store.set_meta("run_name", run_dir.name)
     store.set_meta("env_id", cfg.env_id)
+    store.set_meta("task", cfg.task)  # what the person is asked to teach, shown on the page
     store.set_meta(ENV_KWARGS_META, cfg.env_kwargs_dict())  # the renderer makes the same env
     env = plan.env
     reward = RewardLearner(env.obs_dim, env.act_dim, cfg.reward_model, device, seed=cfg.seed)

@@ -88,6 +88,8 @@ def trainer_status(
     message: str,
     labels_needed: int | None = None,
     resume_command: str | None = None,
+    labels_target: int | None = None,
+    eta_seconds: float | None = None,
 ) -> TrainerStatus:
     """The status the labelling page shows, from the loop's counters."""
     return TrainerStatus(
@@ -101,6 +103,8 @@ def trainer_status(
         labels_total=cfg.query.total_labels,
         labels_used=labels_used,
         labels_needed=labels_needed,
+        labels_target=labels_target,
+        eta_seconds=eta_seconds,
         resume_command=resume_command,
         updated_at=time.time(),
     )

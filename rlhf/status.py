@@ -57,7 +57,10 @@ class TrainerStatus:
         labels_requested: pairs sent for labelling so far.
         labels_total: labels the run asks for over its whole budget.
         labels_used: labels the reward model has been trained on.
-        labels_needed: labels still needed before PPO starts learning (None: not waiting).
+        labels_needed: labels still needed before PPO starts learning or goes on (None: not
+            waiting).
+        labels_target: labels in the store when that wait ends (the page counts down to it).
+        eta_seconds: wall time left for the run at the pace so far (None: not known yet).
         resume_command: the command that continues this run (set once it has stopped).
         updated_at: when this status was written (seconds since the epoch).
     """
@@ -72,6 +75,8 @@ class TrainerStatus:
     labels_total: int = 0
     labels_used: int = 0
     labels_needed: int | None = None
+    labels_target: int | None = None
+    eta_seconds: float | None = None
     resume_command: str | None = None
     updated_at: float = 0.0
 
@@ -121,6 +126,8 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "labels_total": int,
     "labels_used": int,
     "labels_needed": int,
+    "labels_target": int,
+    "eta_seconds": (int, float),
     "resume_command": str,
     "updated_at": (int, float),
 }

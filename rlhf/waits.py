@@ -7,6 +7,7 @@ model: the loop passes in the store, the feedback source and how to tell people.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from rlhf.config import flag
@@ -65,3 +66,38 @@ def refuse_without_segments(
         f" iterations (the longest: {longest_episode} steps), so no pair can be asked about:"
         f" lower {flag('query.segment_length')} or use {flag('terminations')} fixed-horizon"
     )
+
+
+SAY_EVERY_S = 30.0
+"""While a wait goes on, the terminal hears of it again this often (the page every half second)."""
+
+
+def wait_for_answers(
+    store: LabelStore,
+    feedback: FeedbackSource,
+    stop: StopSignals,
+    say: Callable[[str], None],
+    publish: Callable[[str, int, int], None],
+    why: str,
+) -> None:
+    """Block until every pair asked for is answered, retired or failed, or a stop is asked.
+
+    ``--feedback-pace``: PPO waits while the labeller is behind the schedule. The terminal hears
+    when the wait starts and then every :data:`SAY_EVERY_S` seconds; the page each poll, through
+    ``publish(message, labels still needed, labels in the store when the wait ends)``.
+
+    Raises:
+        RunError: the labels can never come (e.g. no video can be rendered).
+    """
+    said_at = None
+    while (live := store.counts().live) > 0 and not stop.requested:
+        problem = feedback.problem()
+        if problem is not None:
+            raise RunError(f"waiting for labels that cannot come: {problem}")
+        message = f"waiting for {live} more labels {why}"
+        publish(f"{message} ({feedback.waiting_note()})", live, store.label_count() + live)
+        now = time.monotonic()
+        if said_at is None or now - said_at >= SAY_EVERY_S:
+            say(f"{message}: {feedback.waiting_note()}")
+            said_at = now
+        stop.wait(0.5)

@@ -5,13 +5,16 @@
     presented, via requestVideoFrameCallback). Median over the labels, with the page's prefetch
     (the next video preloaded in a standby <video>) against ``?prefetch=0`` (load on click), the
     baseline. Each label waits until the pair before it has played, as a person would.
-(2) API latency: scripted labellers on loopback each loop ``GET /api/next`` then
+(2) Fast labeller: a real session (render pool, server) with a PPO run beside it; Chromium
+    answers 0.4 s after each pair starts playing, 100 times; the wait from key press to the
+    next pair playing, p50/p90/p99 (target p90 < 0.1 s, p99 < 0.5 s; see _bench_fast.py).
+(3) API latency: scripted labellers on loopback each loop ``GET /api/next`` then
     ``POST /api/label`` against ``serve_in_thread`` running in its own process (so the load
     generator does not share its GIL); 1 labeller alone, 20 at once, and a crowd of 100. Every
     label is durable (fsync) before its 200; afterwards the store is audited: acknowledged
     labels lost, pairs acknowledged as new twice (see _bench_api.py).
 
-    .venv/bin/python scripts/bench_web.py             # 20 labels each way, 20 x 100, 100 x 20
+    .venv/bin/python scripts/bench_web.py             # 20 labels each way, 100 fast, 20 x 100, 100 x 20
     .venv/bin/python scripts/bench_web.py --quick     # under a minute, smoke check
     .venv/bin/python scripts/bench_web.py --api-only  # no browser
 
@@ -30,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 from _bench_api import ApiResult, bench_api, make_store
+from _bench_fast import FastResult, bench_fast
 
 from rlhf.config import WebConfig
 from rlhf.server import serve_in_thread
@@ -169,11 +173,34 @@ def _api_table(results: list[ApiResult]) -> None:
         )
 
 
+def _fast_table(fast: FastResult) -> dict[str, str]:
+    w = fast.waits_s
+    print(f"\nfast labeller: {fast.answers} answers 0.4 s after each pair plays, PPO beside it,")
+    print(f"{fast.processes} render processes; key press -> next pair playing")
+    print(
+        f"{'answers':>8}{'p50 s':>8}{'p90 s':>8}{'p99 s':>8}{'max s':>8}{'> 0.5 s':>9}{'stored':>8}"
+    )
+    late = sum(1 for x in w if x > 0.5)
+    print(
+        f"{len(w):>8}{pct(w, 50):>8.3f}{pct(w, 90):>8.3f}{pct(w, 99):>8.3f}"
+        f"{max(w, default=float('nan')):>8.3f}{late:>9}{fast.stored:>8}"
+    )
+    print("target: p90 < 0.1 s, p99 < 0.5 s")
+    return {
+        "fast_wait_p50_s": f"{pct(w, 50):.3f}",
+        "fast_wait_p90_s": f"{pct(w, 90):.3f}",
+        "fast_wait_p99_s": f"{pct(w, 99):.3f}",
+        "fast_answers": str(len(w)),
+        "render_processes": str(fast.processes),
+    }
+
+
 def report(
     clicks: tuple[ClickResult, ClickResult] | None,
     solo: ApiResult,
     crowd: ApiResult,
     big: ApiResult,
+    fast: FastResult | None = None,
 ) -> None:
     figures: dict[str, str] = {}
     if clicks is not None:
@@ -192,6 +219,7 @@ def report(
             "no_prefetch_ms_median": f"{med(slow.playing_ms):.1f}",
         }
     _api_table([solo, crowd, big])
+    fast_figures = _fast_table(fast) if fast is not None else {}
     figures |= {
         "api_p99_ms": f"{pct(crowd.all_ms, 99):.1f}",
         "api_median_ms": f"{med(crowd.all_ms):.1f}",
@@ -206,6 +234,7 @@ def report(
         "lost": str(solo.lost + crowd.lost + big.lost),
         "duplicated": str(solo.duplicated + crowd.duplicated + big.duplicated),
     }
+    figures |= fast_figures  # the fast labeller's waits end the line: the headline
     print(" ".join(f"{k}={v}" for k, v in figures.items()))
 
 
@@ -218,13 +247,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=100, help="next+label rounds per labeller")
     parser.add_argument("--crowd", type=int, default=100, help="labellers in the largest crowd")
     parser.add_argument("--crowd-rounds", type=int, default=20, help="rounds per crowd labeller")
+    parser.add_argument("--fast-answers", type=int, default=100, help="fast labeller's answers")
+    parser.add_argument("--fast-only", action="store_true", help="only the fast labeller")
     args = parser.parse_args()
     labels = 10 if args.quick else args.labels
     rounds = 20 if args.quick else args.rounds
     crowd_rounds = 5 if args.quick else args.crowd_rounds
-    clicks = None
+    clicks = fast = None
     with tempfile.TemporaryDirectory(prefix="bench_web_") as tmp:
         work = Path(tmp)
+        if not args.api_only:
+            fast = bench_fast(work, 20 if args.quick else args.fast_answers)
+            if args.fast_only:
+                _fast_table(fast)
+                w = fast.waits_s
+                print(f"fast_wait_p90_s={pct(w, 90):.3f} fast_wait_p99_s={pct(w, 99):.3f}")
+                return
         if not args.api_only:
             video = make_video(work / "clip.mp4")
             clicks = (
@@ -234,7 +272,7 @@ def main() -> None:
         solo = bench_api(work, 1, rounds * 2)
         crowd = bench_api(work, args.labellers, rounds)
         big = bench_api(work, args.crowd, crowd_rounds)
-    report(clicks, solo, crowd, big)
+    report(clicks, solo, crowd, big, fast)
     problems = [r for r in (solo, crowd, big) if r.errors or r.lost or r.duplicated]
     if (clicks is not None and clicks[0].stored != labels) or problems:
         print("warning: labels not stored, API errors, or labels lost/duplicated", file=sys.stderr)

@@ -47,7 +47,7 @@ def _toy(runs: Path, steps: int = 6144, labels: int = 40) -> Config:
 def _human(runs: Path) -> Config:
     return Config(
         env_id="InvertedPendulum-v5", total_timesteps=24576 + 4096 * KILLS, feedback="human",
-        runs_dir=str(runs),
+        feedback_pace=False, runs_dir=str(runs),
         run_name="human", progress=False, checkpoint_every=1,
         ppo=PPOConfig(num_steps=512, num_minibatches=4, update_epochs=2),
         query=QueryConfig(total_labels=24 + 4 * KILLS, segment_length=10),
@@ -67,6 +67,7 @@ def _args(cfg: Config) -> list[str]:
     ]  # fmt: skip
     if cfg.feedback == "human":
         args += ["--video.width", "32", "--video.height", "32", "--finish-grace", "0"]
+        args += ["--no-feedback-pace"]  # the run goes on while the labeller is killed and back
     return ["train", *args]
 
 

@@ -267,6 +267,7 @@ def test_labels_given_through_serve_between_sessions_count_after_resume(tmp_path
         env_id="HalfCheetah-v5",
         total_timesteps=2048,
         feedback="human",
+        feedback_pace=False,  # nobody answers in the first session
         runs_dir=str(tmp_path),
         run_name="human",
         progress=False,

@@ -10,13 +10,17 @@
 // still stores answers). The page sends its outbox at once, shows the finished screen (built with
 // textContent only), and tells the server when its outbox is empty (`/api/status?outbox=0&ended=1`,
 // with this page's id in a header), so the server can stop as soon as every open page is done.
-"use strict";
+//
+// An ES module (strict by default): dom.js holds the DOM helpers, status.js what the page says
+// about the trainer (task, when learning starts, pacing waits, ETA, the finished screen).
+import { $, setText } from "./dom.js";
+import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status.js";
 
 (() => {
-  const $ = (id) => document.getElementById(id);
   const params = new URLSearchParams(location.search);
   const PREFETCH = params.get("prefetch") !== "0"; // ?prefetch=0: baseline for the benchmark
   const POLL_NEXT_MS = 1500; // how often to ask for a pair while waiting for one
+  const POLL_RENDERING_MS = 150; // ... while its video is being rendered
   const POLL_STATUS_MS = 2000;
   const MIN_VIEW_MS = 250; // a second key press this soon after a swap is a double press
   const MAX_RETRY_MS = 10000;
@@ -196,6 +200,8 @@
       } else {
         state.waitingReason = res.data.reason;
         if (res.data.status) renderStatus(res.data.status);
+        // A video being rendered is ready within a second: ask again soon, not at the idle pace.
+        if (res.data.state === "rendering") delay = POLL_RENDERING_MS;
       }
     } catch (err) {
       state.nextFails += 1;
@@ -389,71 +395,16 @@
     renderFinished();
   }
 
-  function renderFinished() {
-    const s = state.ended;
-    if (!s) return;
-    setText("finished-title", ENDED_TITLES[s.phase] || "Labelling has ended");
-    setText("finished-message", s.message || "");
-    const ret = s.latest_true_return;
-    setText("final-return", ret == null ? "-" : ret.toFixed(1));
-    setText("final-labels-used", s.labels_used == null ? "-" : fmt.format(s.labels_used));
-    setText("final-labels-done", state.labelsDone == null ? "-" : fmt.format(state.labelsDone));
-    setText("watch-command", s.watch_command || "tensorboard --logdir runs");
-    $("resume-box").hidden = !s.resume_command;
-    setText("resume-command", s.resume_command || "");
-    renderSaving();
-  }
-
-  function renderSaving() {
-    const n = state.outbox.filter((op) => op.kind === "label").length;
-    const answers = n + (n === 1 ? " answer" : " answers");
-    let text = "Saving " + answers + "...";
-    let kind = "";
-    if (n === 0) {
-      text = "All your answers are saved. Thank you!";
-      kind = "done";
-    } else if (state.serverGone) {
-      text = answers + " could not be sent: this browser keeps them and sends them when the server runs again at this address.";
-      kind = "lost";
-    }
-    setText("finished-saving", text);
-    $("finished-saving").className = "saving " + kind;
-  }
-
-  const fmt = new Intl.NumberFormat();
+  const renderFinished = () => renderFinishedScreen(state, ENDED_TITLES);
 
   function renderStatus(s) {
-    const phase = s.phase || (s.iteration == null ? "not started yet" : "running");
-    // While the trainer waits, its message says for what (e.g. how many more labels).
-    setText("phase", s.phase === "waiting for labels" && s.message ? s.message : phase);
-    setText("iteration", s.iteration == null ? "-" : fmt.format(s.iteration));
-    const steps = s.env_steps == null ? "-" : fmt.format(s.env_steps);
-    setText("env-steps", s.total_timesteps ? steps + " / " + fmt.format(s.total_timesteps) : steps);
-    const ret = s.latest_true_return;
-    setText("latest-return", ret == null ? "-" : ret.toFixed(1));
-    setText("run-name", [s.run_name, s.env_id].filter(Boolean).join(" \u00b7 "));
     state.labelsDone = s.labels_done;
     state.requested = s.labels_requested;
     state.total = s.total_labels;
-    renderProgress();
+    renderTrainer(s, state);
   }
 
-  function renderProgress() {
-    const done = state.labelsDone;
-    if (done == null) return;
-    const req = state.requested;
-    const bar = $("progress");
-    if (req) {
-      const total = state.total && state.total > req ? " (" + fmt.format(state.total) + " over the run)" : "";
-      setText("progress-text", fmt.format(done) + " of " + fmt.format(req) + " labels" + total);
-      bar.max = req;
-      bar.value = Math.min(done, req);
-    } else {
-      setText("progress-text", fmt.format(done) + (done === 1 ? " label" : " labels"));
-      bar.max = 1;
-      bar.value = 0;
-    }
-  }
+  const renderProgress = () => renderProgressBar(state);
 
   function renderOutbox() {
     if (state.ended) renderFinished();
@@ -468,10 +419,7 @@
   }
 
   // -- rendering -------------------------------------------------------------------------------------
-  function setText(id, text) {
-    const el = $(id);
-    if (el.textContent !== text) el.textContent = text;
-  }
+
 
   function overlayState() {
     if (state.denied) return ["error", state.denied];

@@ -116,6 +116,9 @@ class SegmentRenderer:
 
     def _configure_viewer(self) -> None:
         mujoco = _mujoco()
+        # Multisampling triples the time of a frame on software GL (llvmpipe); the context
+        # reads this when it is made, just below.
+        self.model.vis.quality.offsamples = 4 if self.cfg.antialias else 0
         self._sim.render()  # creates the offscreen viewer (and its GL context) here
         viewer = self._viewer = self._sim.mujoco_renderer.viewer
         flags = viewer.scn.flags

@@ -1,10 +1,11 @@
-"""Background render worker: keeps ``ready_ahead`` pair videos ready ahead of the human labeller.
+"""Background render workers: keep ``ready_ahead`` pair videos ready ahead of the human labeller.
 
-It runs in its own process (``spawn``), so its GL context is its own and the trainer's core stays
-free. It talks to the rest of the app only through the label store: it claims pending pairs,
-renders them to ``videos_dir/<pair_id>.mp4`` and marks them 'ready' (or 'failed' with a one-line
-reason). A pair that cannot be rendered never stops the worker, and the worker never outlives
-the process that started it.
+A small pool of processes (``spawn``), so each GL context is its own and the trainer's core stays
+free; on a fast labeller one process cannot keep up (about one pair per 0.3-0.8 s on software
+GL). They talk to the rest of the app only through the label store: each claims one pending
+pair at a time (freshest first), renders it to ``videos_dir/<pair_id>.mp4`` and marks it
+'ready' (or 'failed' with a one-line reason). A pair that cannot be rendered never stops a
+worker, and no worker outlives the process that started it.
 """
 
 from __future__ import annotations
@@ -13,16 +14,15 @@ import logging
 import multiprocessing as mp
 import os
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from multiprocessing.synchronize import Event
 from pathlib import Path
 from types import TracebackType
 
 from rlhf.config import VideoConfig
 from rlhf.envs.make import ENV_KWARGS_META
+from rlhf.render.gl import _settle_gl_backend, probe_gl_backend, select_gl_backend
 from rlhf.render.video import Renderer, render_pair_video
 from rlhf.store import VIDEO_FAILED, VIDEO_PENDING, VIDEO_READY, LabelStore, PairRecord
 
@@ -31,67 +31,21 @@ log = logging.getLogger(__name__)
 META_KEY = "render_worker"
 """Store meta key where the worker reports its pid and GL backend (for status displays)."""
 
-_PROBE = (
-    "from mujoco.{name} import GLContext\nctx = GLContext(16, 16)\nctx.make_current()\nctx.free()\n"
-)
+__all__ = ["RenderWorker", "pool_size", "probe_gl_backend", "render_round", "select_gl_backend"]
+
+MAX_PROCESSES = 4
+"""More render processes than this only compete with the trainer and the browser."""
 
 
-def probe_gl_backend(name: str, timeout: float = 60.0) -> str | None:
-    """Try to make a GL context with backend ``name`` in a fresh process; None if it works.
-
-    A fresh process, because PyOpenGL fixes its platform at first import: after a failed EGL
-    attempt this process could no longer switch to OSMesa.
-
-    Returns:
-        None on success, else the last line of the error.
-    """
-    env = {**os.environ, "MUJOCO_GL": name, "PYOPENGL_PLATFORM": name}
-    try:
-        result = subprocess.run(
-            [sys.executable, "-c", _PROBE.format(name=name)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"{type(exc).__name__}: {exc}"
-    if result.returncode == 0:
-        return None
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    return lines[-1] if lines else f"exit status {result.returncode}"
-
-
-def select_gl_backend(
-    environ: Mapping[str, str], probe: Callable[[str], str | None] = probe_gl_backend
-) -> tuple[str | None, str]:
-    """Choose the MuJoCo GL backend for a headless worker: EGL, else OSMesa.
-
-    Returns:
-        (backend to set as MUJOCO_GL, or None to leave the environment alone; a note for humans).
-    """
-    if environ.get("MUJOCO_GL"):
-        return None, f"MUJOCO_GL={environ['MUJOCO_GL']} (given)"
-    if environ.get("DISPLAY"):
-        return None, "MUJOCO_GL unset with a DISPLAY: gymnasium picks glfw, egl or osmesa"
-    egl_error = probe("egl")
-    if egl_error is None:
-        return "egl", "MUJOCO_GL=egl (no DISPLAY)"
-    osmesa_error = probe("osmesa")
-    if osmesa_error is None:
-        return "osmesa", f"MUJOCO_GL=osmesa: EGL failed ({egl_error})"
-    return "egl", f"no working GL backend: egl: {egl_error}; osmesa: {osmesa_error}"
-
-
-def _settle_gl_backend() -> str:
-    backend, note = select_gl_backend(os.environ)
-    if backend is not None:
-        os.environ["MUJOCO_GL"] = backend
-        if backend == "osmesa":
-            os.environ["PYOPENGL_PLATFORM"] = "osmesa"
-    if backend == "osmesa" or note.startswith("no working"):
-        log.warning("render worker: %s", note)
-    return note
+def pool_size(cfg: VideoConfig, cpus: int | None = None) -> int:
+    """Render processes for ``cfg``: ``render_processes``, or (0) one per core but the trainer's,
+    at least 2 (on 2 cores the renders share the core a browser and the trainer also use: two
+    processes still keep a GL pipeline busy while the other encodes), at most
+    :data:`MAX_PROCESSES`."""
+    if cfg.render_processes > 0:
+        return cfg.render_processes
+    cpus = cpus or os.cpu_count() or 1
+    return max(2, min(MAX_PROCESSES, cpus - 1))
 
 
 def one_line(exc: BaseException, limit: int = 300) -> str:
@@ -128,15 +82,14 @@ def render_round(
     cfg: VideoConfig,
     renderers: dict[str, Renderer],
     should_stop: Callable[[], bool] = lambda: False,
+    batch: int | None = None,
 ) -> int:
-    """Top the queue of ready, unlabelled pairs up to ``cfg.ready_ahead``; returns pairs claimed.
+    """Top the queue of ready (or rendering), unlabelled pairs up to ``cfg.ready_ahead`` with up
+    to ``batch`` claims (None: as many as are missing); returns pairs claimed.
 
     Pairs claimed but not rendered because ``should_stop()`` turned true go back to 'pending'.
     """
-    missing = cfg.ready_ahead - store.counts().ready_unlabelled
-    if missing <= 0:
-        return 0
-    records = store.claim_for_render(missing)
+    records = store.claim_for_render(batch or cfg.ready_ahead, keep_ready=cfg.ready_ahead)
     for i, record in enumerate(records):
         if should_stop():
             for left_over in records[i:]:
@@ -153,8 +106,9 @@ def _worker_main(
     poll_interval: float,
     stop: Event,
     parent_pid: int,
+    index: int = 0,
 ) -> None:
-    """Entry point of the worker process."""
+    """Entry point of worker process ``index`` of the pool."""
     # Ctrl-C reaches the whole process group; the parent decides when the worker stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     note = _settle_gl_backend()
@@ -169,11 +123,14 @@ def _worker_main(
         return stop.is_set() or os.getppid() != parent_pid
 
     try:
-        store.set_meta(META_KEY, {"pid": os.getpid(), "gl": note, "started_at": time.time()})
-        store.reset_stale_renders()
+        if index == 0:
+            store.set_meta(META_KEY, {"pid": os.getpid(), "gl": note, "started_at": time.time()})
         while not should_stop():
             try:
-                claimed = render_round(store, Path(videos_dir), cfg, renderers, should_stop)
+                # One pair per claim: the pool's processes render different pairs side by side.
+                claimed = render_round(
+                    store, Path(videos_dir), cfg, renderers, should_stop, batch=1
+                )
             except Exception as exc:  # e.g. a database locked past its timeout: retry later
                 log.warning("render worker: %s", one_line(exc))
                 claimed = 0
@@ -186,13 +143,14 @@ def _worker_main(
 
 
 class RenderWorker:
-    """Handle on the render worker process.
+    """Handle on the pool of render processes.
 
     Args:
         store_path: the run's ``labels.sqlite``.
         videos_dir: where ``<pair_id>.mp4`` files go (created if missing).
-        cfg: video settings, including ``ready_ahead``.
+        cfg: video settings, including ``ready_ahead`` and ``render_processes``.
         poll_interval: seconds between looks at the store when there is nothing to do.
+        processes: how many render processes (default: :func:`pool_size`).
 
     Example:
         with RenderWorker(run_dir / "labels.sqlite", run_dir / "videos", cfg.video):
@@ -205,66 +163,90 @@ class RenderWorker:
         videos_dir: str | os.PathLike,
         cfg: VideoConfig,
         poll_interval: float = 0.2,
+        processes: int | None = None,
     ) -> None:
         self.store_path = Path(store_path).resolve()
         self.videos_dir = Path(videos_dir).resolve()
         self.cfg = cfg
         self.poll_interval = poll_interval
+        self.processes = processes or pool_size(cfg)
         self._ctx = mp.get_context("spawn")
         self._stop: Event | None = None
-        self._process: mp.process.BaseProcess | None = None
+        self._pool: list[mp.process.BaseProcess] = []
 
     def start(self) -> RenderWorker:
-        """Start the process (no-op if it is already running); returns self."""
+        """Start the processes (no-op if they are running); returns self."""
         if self.is_alive():
             return self
         self.videos_dir.mkdir(parents=True, exist_ok=True)
+        # Pairs a previous worker left half-rendered go back to the queue, here, once: a process
+        # of this pool doing it could take back a pair another one has just claimed.
+        store = LabelStore(self.store_path)
+        try:
+            store.reset_stale_renders()
+        finally:
+            store.close()
         self._stop = self._ctx.Event()
-        self._process = self._ctx.Process(
-            target=_worker_main,
-            args=(
-                str(self.store_path),
-                str(self.videos_dir),
-                self.cfg,
-                self.poll_interval,
-                self._stop,
-                os.getpid(),
-            ),
-            name="rlhf-render-worker",
-            daemon=True,  # multiprocessing also ends it when the parent exits normally
-        )
-        self._process.start()
+        self._pool = []
+        for index in range(self.processes):
+            process = self._ctx.Process(
+                target=_worker_main,
+                args=(
+                    str(self.store_path),
+                    str(self.videos_dir),
+                    self.cfg,
+                    self.poll_interval,
+                    self._stop,
+                    os.getpid(),
+                    index,
+                ),
+                name=f"rlhf-render-worker-{index}",
+                daemon=True,  # multiprocessing also ends it when the parent exits normally
+            )
+            process.start()
+            self._pool.append(process)
         return self
 
     @property
     def pid(self) -> int | None:
-        """The worker's process id, or None before start."""
-        return self._process.pid if self._process is not None else None
+        """The first worker's process id (it reports to the store), or None before start."""
+        return self._pool[0].pid if self._pool else None
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._pool if p.pid is not None]
 
     def is_alive(self) -> bool:
-        return self._process is not None and self._process.is_alive()
+        """True while any process of the pool runs (one is enough to show pairs)."""
+        return any(p.is_alive() for p in self._pool)
 
     @property
     def exitcode(self) -> int | None:
-        """The process's exit code once it has ended (negative: killed by that signal)."""
-        return self._process.exitcode if self._process is not None else None
+        """Once every process has ended, the first one's exit code (negative: killed by that
+        signal); None while any runs or before start."""
+        if not self._pool or self.is_alive():
+            return None
+        return self._pool[0].exitcode
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Ask the worker to finish its current pair and exit; terminate it if it does not."""
-        process, self._process = self._process, None
-        if process is None:
+        """Ask the workers to finish their current pair and exit; terminate those that do not."""
+        pool, self._pool = self._pool, []
+        if not pool:
             return
         assert self._stop is not None
         self._stop.set()
-        process.join(timeout)
-        if process.is_alive():
-            log.warning("render worker did not stop within %.1f s; terminating it", timeout)
-            process.terminate()
-            process.join(2.0)
-        if process.is_alive():
-            process.kill()
-            process.join()
-        process.close()
+        deadline = time.monotonic() + timeout
+        for process in pool:
+            process.join(max(0.0, deadline - time.monotonic()))
+        for process in pool:
+            if process.is_alive():
+                log.warning("render worker did not stop within %.1f s; terminating it", timeout)
+                process.terminate()
+                process.join(2.0)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            process.close()
 
     def __enter__(self) -> RenderWorker:
         return self.start()

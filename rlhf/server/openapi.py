@@ -98,6 +98,10 @@ _STATUS = _object(
         "total_timesteps": _int(nullable=True),
         "latest_true_return": _nullable("number"),
         "labels_used": _int(nullable=True),
+        "labels_needed": _int(nullable=True),
+        "labels_target": _int(nullable=True),
+        "labels_retired": _int(),
+        "eta_seconds": _nullable("number"),
         "phase": {"enum": [*(p.value for p in Phase), None]},
         "message": _nullable("string"),
         "resume_command": _nullable("string"),
@@ -105,6 +109,7 @@ _STATUS = _object(
         "watch_command": _nullable("string"),
         "run_name": _nullable("string"),
         "env_id": _nullable("string"),
+        "task": _nullable("string"),
     }
 )
 _READY = _object(

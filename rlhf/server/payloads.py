@@ -56,6 +56,10 @@ def status_payload(state: ServerState) -> dict[str, Any]:
         "total_timesteps": figure("total_timesteps"),
         "latest_true_return": figure("latest_true_return"),
         "labels_used": figure("labels_used"),
+        "labels_needed": figure("labels_needed"),
+        "labels_target": figure("labels_target"),
+        "labels_retired": counts.retired,
+        "eta_seconds": figure("eta_seconds"),
         "phase": None if trainer is None else trainer.phase.value,
         "message": None if trainer is None else trainer.message or None,
         "resume_command": None if trainer is None else trainer.resume_command,
@@ -63,6 +67,7 @@ def status_payload(state: ServerState) -> dict[str, Any]:
         "watch_command": state.watch_command,
         "run_name": _str_meta(store, "run_name"),
         "env_id": _str_meta(store, "env_id"),
+        "task": _str_meta(store, "task"),
     }
 
 

@@ -21,6 +21,7 @@ from rlhf.store.records import (
     pair_record,
     unpack_segment,
 )
+from rlhf.store.videos import LIVE
 from rlhf.types import Answer, Pair, Preference, Segment
 
 
@@ -147,7 +148,7 @@ class LabelStore(LabelWriter):
         def one(sql: str, *args: Any) -> int:
             return int(con.execute(sql, args).fetchone()[0])
 
-        unlabelled = "id NOT IN (SELECT pair_id FROM labels)"
+        unlabelled = f"id NOT IN (SELECT pair_id FROM labels) AND {LIVE}"
         return StoreCounts(
             pairs=one("SELECT COUNT(*) FROM pairs"),
             labelled=one("SELECT COUNT(*) FROM labels"),
@@ -162,4 +163,5 @@ class LabelStore(LabelWriter):
                 f"SELECT COUNT(*) FROM pairs WHERE video_status=? AND {unlabelled}", VIDEO_READY
             ),
             failed=one("SELECT COUNT(*) FROM pairs WHERE video_status=?", VIDEO_FAILED),
+            retired=self._retired(con),
         )

@@ -74,7 +74,15 @@ class StoreCounts:
     skipped: int
     pending_video: int
     ready_unlabelled: int
+    """Ready, unlabelled and not retired: what the page can be handed now."""
     failed: int
+    retired: int = 0
+    """Unlabelled pairs no longer handed out: asked too many iterations ago (see ``retire_before``)."""
+
+    @property
+    def live(self) -> int:
+        """Pairs asked for that can still be answered: not labelled, retired or failed."""
+        return self.pending_video + self.ready_unlabelled
 
 
 def pack_segment(segment: Segment) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -18,17 +19,42 @@ from rlhf.store.records import (
     pair_record,
 )
 
+RETIRE_KEY = "retire_before_iteration"
+"""Meta key: unlabelled pairs asked for before this PPO iteration are retired (never handed out)."""
+
+LIVE = (
+    "iteration >= (SELECT COALESCE(MAX(CAST(value AS INTEGER)), 0) FROM meta"
+    f" WHERE key='{RETIRE_KEY}')"
+)
+"""SQL condition on ``pairs``: not retired. Retirement is one threshold in ``meta``, as iterations
+only grow: a pair asked for long ago judges a policy that no longer exists."""
+
+FRESHEST_FIRST = "ORDER BY iteration DESC, id"
+"""Newest iteration first (what the policy does now); within one, the order the selector ranked."""
+
 
 class VideoQueue(StoreConnections):
     """The ``pairs.video_*`` columns: pending -> rendering -> ready | failed."""
 
-    def claim_for_render(self, limit: int) -> list[PairRecord]:
-        """Atomically move up to ``limit`` oldest pending, unlabelled pairs to 'rendering'."""
+    def claim_for_render(self, limit: int, keep_ready: int | None = None) -> list[PairRecord]:
+        """Atomically move up to ``limit`` freshest pending, unlabelled, live pairs to 'rendering'.
+
+        With ``keep_ready``, claim only as many as keep (ready + rendering) pairs at that number:
+        the check and the claim share one transaction, so several render processes never claim
+        more than the labeller needs between them.
+        """
         with self._tx() as con:
+            if keep_ready is not None:
+                busy = con.execute(
+                    "SELECT COUNT(*) FROM pairs WHERE (video_status=? OR (video_status=? AND"
+                    f" {LIVE})) AND id NOT IN (SELECT pair_id FROM labels)",
+                    (VIDEO_RENDERING, VIDEO_READY),
+                ).fetchone()[0]
+                limit = min(limit, keep_ready - int(busy))
             rows = con.execute(
                 "SELECT * FROM pairs WHERE video_status=? AND id NOT IN "
-                "(SELECT pair_id FROM labels) ORDER BY id LIMIT ?",
-                (VIDEO_PENDING, limit),
+                f"(SELECT pair_id FROM labels) AND {LIVE} {FRESHEST_FIRST} LIMIT ?",
+                (VIDEO_PENDING, max(limit, 0)),
             ).fetchall()
             con.executemany(
                 "UPDATE pairs SET video_status=?, video_updated_at=? WHERE id=?",
@@ -58,8 +84,31 @@ class VideoQueue(StoreConnections):
             )
             return int(cur.rowcount)
 
+    def retire_before(self, iteration: int) -> int:
+        """Retire the unlabelled pairs asked for before ``iteration``; returns how many are newly
+        retired. A page that already holds one may still answer it; no one is handed it again."""
+        with self._tx() as con:
+            before = self._retired(con)
+            con.execute(
+                "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET"
+                " value=MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                (RETIRE_KEY, str(int(iteration))),
+            )
+            return self._retired(con) - before
+
+    @staticmethod
+    def _retired(con: sqlite3.Connection) -> int:
+        """Unlabelled pairs retired before their video failed (those are counted as failed)."""
+        return int(
+            con.execute(
+                f"SELECT COUNT(*) FROM pairs WHERE NOT ({LIVE}) AND video_status!=? AND id NOT IN"
+                " (SELECT pair_id FROM labels)",
+                (VIDEO_FAILED,),
+            ).fetchone()[0]
+        )
+
     def next_ready(self, exclude: Iterable[int] = (), limit: int = 1) -> list[PairRecord]:
-        """Oldest pairs with a ready video and no label, skipping the ids in ``exclude``."""
+        """Freshest live pairs with a ready video and no label, skipping the ids in ``exclude``."""
         # The ids travel as one JSON parameter, not one "?" each: however many there are, the
         # query stays within SQLite's limit on bound variables.
         rows = (
@@ -67,7 +116,7 @@ class VideoQueue(StoreConnections):
             .execute(
                 "SELECT * FROM pairs WHERE video_status=? AND id NOT IN "
                 "(SELECT pair_id FROM labels) AND id NOT IN (SELECT value FROM json_each(?))"
-                " ORDER BY id LIMIT ?",
+                f" AND {LIVE} {FRESHEST_FIRST} LIMIT ?",
                 (VIDEO_READY, _id_list(exclude), limit),
             )
             .fetchall()

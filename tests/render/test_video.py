@@ -37,6 +37,7 @@ def _live_frames(env_id: str, steps: int, seed: int) -> tuple[np.ndarray, np.nda
     env.reset(seed=seed)
     env.action_space.seed(seed)
     sim = env.unwrapped
+    sim.model.vis.quality.offsamples = 4 if CFG.antialias else 0  # as SegmentRenderer sets it
     sim.render()
     viewer = sim.mujoco_renderer.viewer
     viewer.scn.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0

@@ -259,6 +259,10 @@ def test_status_reports_store_and_trainer_figures(client: FlaskClient, web_run: 
         "total_timesteps": 1_000_000,
         "latest_true_return": None,  # NaN would break the page's JSON.parse
         "labels_used": 2,
+        "labels_needed": None,
+        "labels_target": None,
+        "labels_retired": 0,
+        "eta_seconds": None,
         "phase": "training",
         "message": "Collecting rollouts.",
         "resume_command": None,
@@ -266,6 +270,7 @@ def test_status_reports_store_and_trainer_figures(client: FlaskClient, web_run: 
         "watch_command": None,
         "run_name": "cheetah-1",
         "env_id": "HalfCheetah-v5",
+        "task": None,
     }
     # The trainer's own total wins over the hint.
     status = TrainerStatus(Phase.WAITING, labels_requested=25, labels_total=700)

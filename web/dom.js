@@ -1,0 +1,21 @@
+// DOM helpers shared by the page's modules. Text goes in through textContent only, never as
+// HTML, so nothing a run or a person typed (a task, a message) can become markup.
+
+export const $ = (id) => document.getElementById(id);
+
+export function setText(id, text) {
+  const el = $(id);
+  if (el.textContent !== text) el.textContent = text;
+}
+
+export const fmt = new Intl.NumberFormat();
+
+// "1 h 05 min", "12 min", "40 s": an estimate, so no more precision than a person can use.
+export function duration(seconds) {
+  if (!(seconds >= 0) || !Number.isFinite(seconds)) return "-";
+  const s = Math.round(seconds);
+  if (s < 60) return s + " s";
+  const m = Math.round(s / 60);
+  if (m < 60) return m + " min";
+  return Math.floor(m / 60) + " h " + String(m % 60).padStart(2, "0") + " min";
+}
