@@ -1,9 +1,10 @@
 """A trainer in a child process to kill (with its render worker and ffmpeg), and a scripted labeller.
 
 The child can be instrumented (``instrument=True``): it then prints ``@FIT`` as the reward model
-starts training and ``@CKPT`` once a checkpoint's temporary file is written, pausing there for
-0.3 s before it is synced and renamed, so a kill can land in the middle. The instrumentation
-lives here, in the test: production code has no hooks for it.
+starts training and ``@CKPT`` once half of a checkpoint's bytes are written, pausing there for
+0.3 s before the rest, so a kill lands in the middle of the write: a checkpoint written in place
+(not to a temporary file renamed over the old one) is then left cut in half, and the test fails.
+The instrumentation lives here, in the test: production code has no hooks for it.
 """
 
 from __future__ import annotations
@@ -27,17 +28,26 @@ import pytest
 
 CHILD = "from tests.toy_env import register; register(); from rlhf.cli import main; main()\n"
 INSTRUMENT = """
-import time, torch
+import io, os, time, torch
 from rlhf.reward.learner import RewardLearner
 _fit, _save = RewardLearner.fit, torch.save
 def fit(self, *args, **kwargs):
     print("@FIT", flush=True)
     return _fit(self, *args, **kwargs)
 def save(obj, f, *args, **kwargs):
-    _save(obj, f, *args, **kwargs)
-    if isinstance(obj, dict) and "progress" in obj:  # a run checkpoint, not yet renamed
-        print("@CKPT", flush=True)
-        time.sleep(0.3)
+    if not (isinstance(obj, dict) and "progress" in obj):  # not a run checkpoint
+        return _save(obj, f, *args, **kwargs)
+    buf = io.BytesIO()
+    _save(obj, buf, *args, **kwargs)
+    data = buf.getvalue()
+    out = open(f, "wb") if isinstance(f, (str, os.PathLike)) else f
+    out.write(data[: len(data) // 2])
+    out.flush()
+    print("@CKPT", flush=True)
+    time.sleep(0.3)
+    out.write(data[len(data) // 2 :])
+    if out is not f:
+        out.close()
 RewardLearner.fit, torch.save = fit, save
 """
 ANSWERS = ("left", "right", "equal", "skip")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import itertools
 import os
 import resource
 import signal
@@ -93,7 +94,7 @@ def test_sigkill_while_labelling_and_writing_videos_then_resume(tmp_path: Path) 
     rng = np.random.default_rng(14)
     cfg, root = _human(tmp_path), tmp_path / "human"
     acked: dict[int, str] = {}
-    kills = []
+    kills, steps = [], []
     for i, moment in enumerate(_kill_plan(rng, ["video", "labelling"])):
         args = _args(cfg) if i == 0 else ["train", "--resume", str(root), "--no-progress"]
         with Session(args, ROOT) as session:
@@ -109,23 +110,33 @@ def test_sigkill_while_labelling_and_writing_videos_then_resume(tmp_path: Path) 
         assert labeller.errors == []
         kills.append((moment, len(acked)))
         _store_intact(root, acked)
-        assert load_checkpoint(root / "checkpoints" / "last.pt")["progress"]["env_steps"] > 0
+        steps.append(load_checkpoint(root / "checkpoints" / "last.pt")["progress"]["env_steps"])
+        assert steps[-1] > 0
     summary = run(dataclasses.replace(cfg, resume=str(root)))
     assert summary.status == "finished" and summary.env_steps == cfg.total_timesteps, kills
     stored = _store_intact(root, acked)
-    assert len(acked) >= len(kills) and len(stored) >= len(acked), (kills, len(stored))
+    labelling = sum(moment == "labelling" for moment, _ in kills)
+    assert len(acked) >= labelling and len(stored) >= len(acked), (kills, len(stored))
     con = sqlite3.connect(root / "labels.sqlite")
     stuck = con.execute("SELECT COUNT(*) FROM pairs WHERE video_status='rendering'").fetchone()
     con.close()
     assert stuck == (0,)  # the pair whose video was cut off was rendered again or is pending
     kinds = {m: sum(k == m for k, _ in kills) for m in {k for k, _ in kills}}
-    print(f"\nhuman run: {len(kills)} kills {kinds}; {len(acked)} labels acknowledged, all kept")
+    print(
+        f"\nhuman run: {len(kills)} kills {kinds}; integrity_check ok {len(kills) + 1} of "
+        f"{len(kills) + 1}; {len(acked)} acknowledged labels present after every kill "
+        f"({len(stored)} stored); {len(kills) - 1} resumes reached their kill moment, "
+        f"{_advanced(steps)} of them past the previous checkpoint; the last resume finished "
+        f"at {summary.env_steps} steps"
+    )
 
 
 @pytest.mark.slow
 def test_sigkill_during_reward_training_and_checkpoint_writing_then_resume(tmp_path: Path) -> None:
     rng = np.random.default_rng(41)
-    cfg, root = _toy(tmp_path), tmp_path / "toy"
+    # A longer chain needs a longer run: every kill waits for one or two fits or checkpoints.
+    cfg = _toy(tmp_path, steps=6144 + 4096 * KILLS, labels=40 + 20 * KILLS)
+    root = tmp_path / "toy"
     steps, moments = [], _kill_plan(rng, ["fit", "checkpoint"])
     for i, moment in enumerate(moments):
         args = _args(cfg) if i == 0 else ["train", "--resume", str(root), "--no-progress"]
@@ -147,7 +158,17 @@ def test_sigkill_during_reward_training_and_checkpoint_writing_then_resume(tmp_p
     con.close()
     assert pairs == labels == cfg.query.total_labels  # every label, none asked twice
     kinds = {m: moments.count(m) for m in set(moments)}
-    print(f"\nsynthetic run: {len(steps)} kills {kinds}, checkpoints at {steps}; {labels} labels")
+    print(
+        f"\nsynthetic run: {len(steps)} kills {kinds}; integrity_check ok {len(steps)} of "
+        f"{len(steps)}; checkpoints at {steps}: {len(steps) - 1} resumes reached their kill "
+        f"moment, {_advanced(steps)} of them past the previous checkpoint; the last resume "
+        f"finished at {summary.env_steps} steps with {labels} labels, none asked twice"
+    )
+
+
+def _advanced(steps: list[int]) -> int:
+    """How many resumes left a later checkpoint than the one they started from."""
+    return sum(b > a for a, b in itertools.pairwise(steps))
 
 
 # -- a full disk and a read-only run directory -------------------------------------------------------

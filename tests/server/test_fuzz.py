@@ -7,7 +7,7 @@ client can hurt another.
 - a state machine runs an honest labeller next to a hostile one sharing the server: the honest
   one is always served, and every label it saw acknowledged is stored as it was given.
 
-CI: a fixed seed and a fixed number of examples (~15 s). Deeper, with a random seed:
+CI: a fixed seed and a fixed number of examples (~20 s on 2 busy cores). Deeper, with a random seed:
 ``RLHF_FUZZ_EXAMPLES=20000`` (the state machine runs a twentieth of that, each a sequence).
 """
 
