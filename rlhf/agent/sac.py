@@ -6,8 +6,9 @@ thread, where the number of torch calls costs as much as the arithmetic:
 
 * both critics are one module whose layers are batched matrix products (``baddbmm``) over a
   leading axis of 2, so each layer is one call for both;
-* one actor pass over ``[obs; next_obs]`` gives the target's next actions and the actor loss's
-  actions (both use the same actor weights: the actor changes only after them);
+* the target's actor pass runs without a graph (one batched pass over ``[obs; next_obs]`` would
+  save a call but cost a backward pass over the ``next_obs`` half: more arithmetic, which is
+  what a CPU step is made of);
 * the actor loss reads the critics through detached weights, so its backward pass computes no
   critic weight gradients that would be thrown away.
 """

@@ -72,13 +72,10 @@ class SACLearner:
         """One gradient step of the critics; every ``policy_frequency`` steps as many actor
         (and entropy) steps; then the targets move by ``tau``."""
         cfg, b = self.cfg, self._tensors(sample)
-        n = b.obs.shape[0]
-        update_actor = self.gradient_steps % cfg.policy_frequency == 0
-        with torch.set_grad_enabled(update_actor):
-            actions, logprob = self.actor.sample(torch.cat([b.obs, b.next_obs]))
         with torch.no_grad():
-            next_q = self.qf_target(b.next_obs, actions[n:]).min(0).values
-            next_v = next_q - self.alpha * logprob[n:]
+            next_actions, next_logprob = self.actor.sample(b.next_obs)
+            next_q = self.qf_target(b.next_obs, next_actions).min(0).values
+            next_v = next_q - self.alpha * next_logprob
             bootstrap = torch.where(b.terminated > 0, self.terminal_value, next_v)
             target = b.rewards + cfg.gamma * bootstrap
         q = self.qf(b.obs, b.actions)
@@ -87,11 +84,10 @@ class SACLearner:
         qf_loss.backward()
         self.q_optimizer.step()
         actor_loss = alpha_loss = float("nan")
-        if update_actor:
-            for k in range(cfg.policy_frequency):
-                if k:  # the first step reuses the actions sampled above
-                    actions, logprob = self.actor.sample(b.obs)
-                actor_loss, alpha_loss = self._actor_step(b.obs, actions[:n], logprob[:n])
+        if self.gradient_steps % cfg.policy_frequency == 0:
+            for _ in range(cfg.policy_frequency):
+                actions, logprob = self.actor.sample(b.obs)
+                actor_loss, alpha_loss = self._actor_step(b.obs, actions, logprob)
         self._soft_update()
         self.gradient_steps += 1
         return SACStats(
