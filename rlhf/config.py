@@ -147,9 +147,10 @@ class SACConfig:
     --sac.learning-starts and before the first query, then the critics are reset (B-Pref: 9000)."""
     entropy_k: int = 5
     """k of the k-nearest-neighbour state-entropy reward (B-Pref: 5)."""
-    relabel: bool = False
-    """Rescore the whole buffer after each reward update (PEBBLE) instead of scoring each
-    minibatch when it is sampled."""
+    relabel: bool = True
+    """Keep each transition's learned reward and rescore the whole buffer when the reward is
+    refitted (PEBBLE's way; the same rewards as scoring each minibatch when it is sampled, which
+    --sac.no-relabel does, at a quarter of the cost per step: scripts/bench_relabel.py)."""
 
     def validate(self) -> None:
         _check(self.buffer_size >= 1, "{sac.buffer_size} must be >= 1")

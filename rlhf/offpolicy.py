@@ -114,7 +114,8 @@ def set_reward_source(t: Trainer) -> None:
     if prefs is None:  # the env's reward or a given function: set when the run was built
         return
     if pretraining(t):
-        replay.set_reward_fn(StateEntropyReward(replay, t.cfg.sac.entropy_k, t.rngs["policy"]))
+        entropy = StateEntropyReward(replay, t.cfg.sac.entropy_k, t.rngs["policy"])
+        replay.set_reward_fn(entropy, per_sample=True)  # it changes as the buffer fills
         agent.terminal_value = 0.0
         return
     if not prefs.reward.trained:

@@ -1,10 +1,16 @@
 """A ring buffer of transitions whose rewards are computed when a minibatch is sampled.
 
-Rewards are not part of what is stored: an injected reward function scores each sampled
-minibatch, so when the learned reward is refitted every past transition is worth the new reward
-at once, with no relabelling pass (imitation's ``ReplayBufferRewardWrapper`` does the same for
-SB3). PEBBLE's way, relabelling the whole buffer after each reward update, is kept as
-``relabel=True`` so the two can be measured against each other (``scripts/bench_relabel.py``).
+Rewards come from a reward function injected into the buffer, never from whoever inserts
+transitions, so when the learned reward is refitted (:meth:`ReplayBuffer.set_reward_fn`) every
+past transition is worth the new reward from the next minibatch on, with no relabelling pass by
+the caller. Two ways to honour that, with the same rewards:
+
+* ``relabel=False``: score each sampled minibatch (imitation's ``ReplayBufferRewardWrapper`` does
+  this for SB3);
+* ``relabel=True`` (what SAC uses): keep a reward per row, rescore the whole buffer when the
+  source changes (PEBBLE's relabelling), and score new rows when a minibatch first draws one.
+  With refits every few thousand steps this costs a quarter of the per-minibatch way
+  (``scripts/bench_relabel.py``): a refit is rare, a minibatch is every step.
 
 The env's own reward is stored too: it is the :data:`ENV_REWARD` source (the true-reward
 baseline) and what the synthetic teacher and the logs see, never what a learned-reward agent
@@ -106,6 +112,7 @@ class ReplayBuffer:
         self.added = 0
         """Rows ever inserted (for a relabelling buffer: which rows still need a reward)."""
         self.reward_fn: RewardFn | None = None
+        self._per_sample = False
         self.set_reward_fn(reward_fn)
 
     def __len__(self) -> int:
@@ -146,12 +153,22 @@ class ReplayBuffer:
         self.size = min(self.size + n, self.capacity)
         self.added += n
 
-    def set_reward_fn(self, reward_fn: RewardFn | None) -> None:
-        """Change the reward source; every stored transition follows it from the next sample."""
+    def set_reward_fn(self, reward_fn: RewardFn | None, per_sample: bool = False) -> None:
+        """Change the reward source; every stored transition follows it from the next sample.
+
+        ``per_sample``: score each minibatch even in a relabelling buffer, for a reward that
+        changes with every call (PEBBLE's state entropy depends on what the buffer holds).
+        """
         self.reward_fn = reward_fn
+        self._per_sample = per_sample
         self._scored = 0
-        if self.relabel:
+        if self._caching():
             self._score_new()
+
+    def _caching(self) -> bool:
+        """Whether rewards are read from the relabelled store rather than computed per sample."""
+        fn = self.reward_fn
+        return self.relabel and not self._per_sample and fn is not None and fn is not ENV_REWARD
 
     def ready(self) -> bool:
         """Whether a minibatch can be sampled (rows stored and a reward source set)."""
@@ -171,8 +188,12 @@ class ReplayBuffer:
             raise RuntimeError("the buffer has no reward source yet")
         if self.reward_fn is ENV_REWARD:
             rewards = self.true_rewards[idx]
-        elif self.relabel:
-            self._score_new()
+        elif self._caching():
+            # Rows added since the last scoring are scored only when a minibatch draws one, all
+            # together: scoring the one new row of every step costs more than the minibatch.
+            todo = min(self.added - self._scored, self.size)
+            if todo and (((self.pos - 1 - idx) % self.capacity) < todo).any():
+                self._score_new()
             rewards = self._rewards[idx]
         else:
             rewards = np.asarray(self.reward_fn(obs, actions), np.float32).reshape(-1)
@@ -181,7 +202,7 @@ class ReplayBuffer:
     def _score_new(self) -> None:
         """Relabelling buffer: score the rows inserted since the last scoring (all after a change
         of source), in chunks, oldest first."""
-        if self.reward_fn is None or self.reward_fn is ENV_REWARD:
+        if not self._caching():
             return
         todo = min(self.added - self._scored, self.size)
         if todo <= 0:
@@ -208,7 +229,7 @@ class ReplayBuffer:
         names = ("obs", "actions", "next_obs", "terminated", "true_rewards", "qpos", "qvel")
         self.add(**{name: np.asarray(state[name]) for name in names})
         self.added = int(state["added"])
-        self.set_reward_fn(self.reward_fn)
+        self.set_reward_fn(self.reward_fn, self._per_sample)
 
     def _order(self) -> np.ndarray:
         """Indices of the stored rows, oldest first."""

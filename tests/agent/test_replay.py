@@ -101,3 +101,28 @@ def test_no_reward_source_refuses_to_sample_and_state_round_trips() -> None:
     np.testing.assert_array_equal(a(ordered).rewards, b(idx).rewards)
     np.testing.assert_array_equal(buf.qvel[ordered], copy.qvel)
     assert copy.added == buf.added == 8
+
+
+def test_a_relabelling_buffer_scores_new_rows_only_when_a_minibatch_draws_one() -> None:
+    calls: list[int] = []
+
+    def reward(obs: np.ndarray, act: np.ndarray) -> np.ndarray:
+        calls.append(obs.shape[0])
+        return obs[:, 0] * 3
+
+    buf = _filled(100, [50], reward_fn=reward, relabel=True)
+    assert calls == []  # inserts score nothing
+    buf.transitions(np.arange(10))
+    assert calls == [50]  # every pending row, in one call
+    buf.add(**_rows(50, 2))  # rows 50 and 51: not scored yet
+    old = buf.transitions(np.arange(10))
+    assert calls == [50]
+    np.testing.assert_allclose(old.rewards, old.obs[:, 0] * 3)
+    new = buf.transitions(np.array([3, 51]))  # draws a new row: the new rows are scored together
+    assert calls == [50, 2]
+    np.testing.assert_allclose(new.rewards, new.obs[:, 0] * 3)
+    buf.set_reward_fn(reward)  # a refit: the whole buffer is relabelled at once
+    assert calls == [50, 2, 52]
+    buf.set_reward_fn(reward, per_sample=True)  # a reward that changes with every call
+    buf.transitions(np.arange(4))
+    assert calls == [50, 2, 52, 4]
