@@ -150,7 +150,7 @@ class SACConfig:
     relabel: bool = True
     """Keep each transition's learned reward and rescore the whole buffer when the reward is
     refitted (PEBBLE's way; the same rewards as scoring each minibatch when it is sampled, which
-    --sac.no-relabel does, at a quarter of the cost per step: scripts/bench_relabel.py)."""
+    --sac.no-relabel does, at a sixth of the cost per step: scripts/bench_relabel.py)."""
 
     def validate(self) -> None:
         _check(self.buffer_size >= 1, "{sac.buffer_size} must be >= 1")
