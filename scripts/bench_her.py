@@ -113,7 +113,7 @@ def main() -> None:
     finals: dict[str, list[float]] = {"her": [], "plain": []}
     windows = np.linspace(0, args.steps, 6)
     print(f"{ENV_ID}, {args.steps} steps, success rate per window of steps")
-    print("| seed | buffer | " + " | ".join(f"<= {int(w / 1000)}k" for w in windows[1:]) + " |")
+    print("| seed | buffer | " + " | ".join(f"<= {w / 1000:g}k" for w in windows[1:]) + " |")
     for seed in range(1, args.seeds + 1):
         for name, k in (("her", args.future_k), ("plain", 0.0)):
             episodes = train(k, args.steps, args.learning_starts, seed)
