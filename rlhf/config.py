@@ -115,6 +115,58 @@ class PPOConfig:
 
 
 @dataclass(frozen=True)
+class SACConfig:
+    """SAC hyperparameters (CleanRL sac_continuous_action defaults) and PEBBLE pretraining."""
+
+    buffer_size: int = 1_000_000
+    """Transitions the replay buffer keeps (a checkpoint holds them all, so it grows with them)."""
+    batch_size: int = 256
+    """Transitions per gradient step."""
+    gamma: float = 0.99
+    """Discount factor."""
+    tau: float = 0.005
+    """Target networks move this far towards the critics after each gradient step."""
+    learning_starts: int = 5000
+    """Env steps of uniformly random actions before the first gradient step."""
+    policy_lr: float = 3e-4
+    """Adam learning rate of the actor."""
+    q_lr: float = 1e-3
+    """Adam learning rate of the twin critics (and of the entropy coefficient)."""
+    policy_frequency: int = 2
+    """Delayed policy updates: every this many gradient steps, as many actor updates."""
+    alpha: float = 0.2
+    """Entropy coefficient when --sac.no-autotune."""
+    autotune: bool = True
+    """Tune the entropy coefficient towards a target entropy of -act_dim."""
+    hidden_size: int = 256
+    """Width of the two hidden layers of actor and critics."""
+    iteration_steps: int = 1000
+    """Env steps (per env) between two preference rounds, log lines and checkpoint checks."""
+    pretrain_steps: int = 9000
+    """PEBBLE (--reward learned): gradient steps on a k-NN state-entropy reward after
+    --sac.learning-starts and before the first query, then the critics are reset (B-Pref: 9000)."""
+    entropy_k: int = 5
+    """k of the k-nearest-neighbour state-entropy reward (B-Pref: 5)."""
+    relabel: bool = True
+    """Keep each transition's learned reward and rescore the whole buffer when the reward is
+    refitted (PEBBLE's way; the same rewards as scoring each minibatch when it is sampled, which
+    --sac.no-relabel does, at a sixth of the cost per step: scripts/bench_relabel.py)."""
+
+    def validate(self) -> None:
+        _check(self.buffer_size >= 1, "{sac.buffer_size} must be >= 1")
+        _check(self.batch_size >= 1, "{sac.batch_size} must be >= 1")
+        _check(0 <= self.gamma < 1, "{sac.gamma} must be in [0, 1)")
+        _check(0 < self.tau <= 1, "{sac.tau} must be in (0, 1]")
+        _check(self.learning_starts >= 0, "{sac.learning_starts} must be >= 0")
+        _check(self.policy_lr > 0 and self.q_lr > 0, "{sac.policy_lr} and {sac.q_lr} must be > 0")
+        _check(self.policy_frequency >= 1, "{sac.policy_frequency} must be >= 1")
+        _check(self.hidden_size >= 1, "{sac.hidden_size} must be >= 1")
+        _check(self.iteration_steps >= 1, "{sac.iteration_steps} must be >= 1")
+        _check(self.pretrain_steps >= 0, "{sac.pretrain_steps} must be >= 0")
+        _check(self.entropy_k >= 1, "{sac.entropy_k} must be >= 1")
+
+
+@dataclass(frozen=True)
 class RewardConfig:
     """The learned reward: an ensemble of MLPs trained with the Bradley-Terry loss."""
 
@@ -269,6 +321,9 @@ class Config:
 
     env_id: str = "HalfCheetah-v5"
     """Gymnasium environment id (continuous actions)."""
+    algo: Literal["ppo", "sac"] = "ppo"
+    """The RL algorithm: PPO (on-policy), or SAC on a replay buffer whose rewards follow the
+    latest learned reward, with PEBBLE's unsupervised pretraining (see the sac section)."""
     env_kwargs: Annotated[str, tyro.conf.arg(metavar="JSON")] = "{}"
     """Keyword arguments for the env as a JSON object, e.g. '{"ctrl_cost_weight": 0.1}'."""
     terminations: Literal["auto", "absorbing", "fixed-horizon", "standard"] = "auto"
@@ -316,6 +371,8 @@ class Config:
     """Minutes of wall time between checkpoints when --checkpoint-every is 0."""
     ppo: Annotated[PPOConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=PPOConfig)
     """PPO hyperparameters."""
+    sac: SACConfig = field(default_factory=SACConfig)
+    """SAC and PEBBLE settings (--algo sac)."""
     query: QueryConfig = field(default_factory=QueryConfig)
     """Segment and query selection settings."""
     reward_model: RewardConfig = field(default_factory=RewardConfig)
@@ -338,11 +395,12 @@ class Config:
         _check(self.checkpoint_minutes > 0, "{checkpoint_minutes} must be > 0")
         self.env_kwargs_dict()
         _check(
-            self.ppo.num_steps * self.num_envs >= self.ppo.num_minibatches,
+            self.algo != "ppo" or self.ppo.num_steps * self.num_envs >= self.ppo.num_minibatches,
             "{ppo.num_steps} x {num_envs} must be >= {ppo.num_minibatches}",
         )
         for section in (
             self.ppo,
+            self.sac,
             self.query,
             self.reward_model,
             self.teacher,
@@ -374,7 +432,10 @@ class Config:
 
     @property
     def batch_size(self) -> int:
-        """Transitions per PPO rollout (all envs)."""
+        """Transitions per iteration (all envs): a PPO rollout, or SAC's steps between two
+        preference rounds."""
+        if self.algo == "sac":
+            return self.sac.iteration_steps * self.num_envs
         return self.ppo.num_steps * self.num_envs
 
     def to_dict(self) -> dict[str, Any]:

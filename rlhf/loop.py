@@ -27,6 +27,9 @@ import torch
 
 from rlhf.agent.collector import PolicyRollout, RolloutCollector
 from rlhf.agent.learner import PPOLearner
+from rlhf.agent.replay import ENV_REWARD, ReplayBuffer
+from rlhf.agent.rollout import ObsNormalizer
+from rlhf.agent.sac_learner import SACLearner
 from rlhf.checkpoint import rng_state, save_atomic, save_checkpoint, set_rng_state
 from rlhf.config import Config, ConfigError
 from rlhf.envs import make_vec_env
@@ -46,6 +49,7 @@ from rlhf.reward.select import select_pairs
 from rlhf.run_dir import RunDir
 from rlhf.segments import cut_segments
 from rlhf.status import STATUS_KEY, Phase
+from rlhf.types import RolloutBatch, Segment
 from rlhf.waits import refuse_without_segments, wait_for_labels
 
 RewardFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -64,7 +68,7 @@ class Trainer:
     run_dir: RunDir
     logger: Logger
     stop: StopSignals
-    agent: PPOLearner
+    agent: PPOLearner | SACLearner
     collector: RolloutCollector
     rngs: dict[str, np.random.Generator]
     """policy (actions, minibatches), segments, query, train (reward fits), feedback."""
@@ -77,10 +81,13 @@ class Trainer:
     """When this session began (for steps/s and the run's total training time)."""
     start_step: int = 0
     longest_episode: int = 0
+    replay: ReplayBuffer | None = None
+    """SAC's replay buffer (None with PPO); see :mod:`rlhf.offpolicy`."""
 
     @property
     def iterations(self) -> int:
-        """PPO iterations in the run: enough rollouts to cover ``total_timesteps``."""
+        """Iterations in the run: enough rollouts (PPO) or SAC iterations to cover
+        ``total_timesteps``."""
         return -(-self.cfg.total_timesteps // self.cfg.batch_size)
 
     def train_seconds(self) -> float:
@@ -112,11 +119,24 @@ def learned_rewards(
     t: Trainer, p: Preferences, rollout: PolicyRollout, iteration: int
 ) -> np.ndarray | None:
     """The preference stages of one iteration; returns the rollout's learned rewards (T, N)."""
+    segments = preference_round(t, p, rollout, iteration)
+    if not p.reward.trained:
+        return None
+    return score_rollout(t, p, rollout.raw, segments)
+
+
+def preference_round(
+    t: Trainer, p: Preferences, rollout: PolicyRollout, iteration: int, ask: bool = True
+) -> list[Segment]:
+    """Cut the rollout's segments into the pool; with ``ask``, request the labels now due,
+    then retrain the reward when the labels grew. Returns the segments cut."""
     q, step, rng = t.cfg.query, t.collector.global_step, t.rngs
     segments = cut_segments(rollout.raw, t.plan.segment_length, rng["segments"], t.plan.absorbing)
     p.pool.add(segments)
     t.longest_episode = max([t.longest_episode, *rollout.episode_lengths])
     refuse_without_segments(len(p.pool), iteration, t.plan.segment_length, t.longest_episode)
+    if not ask:  # PEBBLE's pretraining: segments for the first queries, no query yet
+        return segments
     human = t.cfg.feedback == "human"
     if human and q.retire_after:
         retire_stale_pairs(p.store, t.logger, iteration - q.retire_after, step)
@@ -140,9 +160,14 @@ def learned_rewards(
         fit = p.reward.fit(labelled, rng["train"])
         t.logger.scalars({**fit.metrics(), "labels/used": p.reward.fitted_on}, step)
     log_labels(t.logger, p.store.counts(), step)
-    if not p.reward.trained:
-        return None
-    raw = rollout.raw
+    return segments
+
+
+def score_rollout(
+    t: Trainer, p: Preferences, raw: RolloutBatch, segments: list[Segment]
+) -> np.ndarray:
+    """The learned reward of every step of a rollout (T, N), logged against the true one."""
+    step = t.collector.global_step
     steps, n, obs_dim = raw.obs.shape
     rewards = p.reward.score(raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1))
     log_reward_quality(t.logger, rewards, raw.true_rewards.ravel(), raw.valid.ravel(), step)
@@ -246,19 +271,35 @@ def build_trainer(
     cleanup.callback(envs.close)
     obs_dim, act_dim = plan.env.obs_dim, plan.env.act_dim
     rngs = _rngs(cfg.seed)
-    agent = PPOLearner(obs_dim, act_dim, cfg.num_envs, cfg.ppo, device)
+    agent: PPOLearner | SACLearner
+    replay = None
+    if cfg.algo == "sac":
+        space = envs.single_action_space
+        agent = SACLearner(obs_dim, act_dim, space.low, space.high, cfg.sac, device)
+        nq, nv = plan.env.nq, plan.env.nv
+        buffer = min(cfg.sac.buffer_size, cfg.total_timesteps)  # never more than the run fills
+        replay = ReplayBuffer(buffer, obs_dim, act_dim, nq, nv, relabel=cfg.sac.relabel)
+        if cfg.reward == "learned" and reward_fn is None:
+            replay.set_reward_fn(None)  # no reward until pretraining or the first labels
+        obs_norm = ObsNormalizer(obs_dim, enabled=False)  # SAC acts on raw observations
+    else:
+        agent = PPOLearner(obs_dim, act_dim, cfg.num_envs, cfg.ppo, device)
+        obs_norm = agent.obs_norm
     # A resumed run starts new episodes, from a seed of its own (the envs' state is not saved).
     reset_seed = cfg.seed
     if progress.env_steps:
         reset_seed = int(
             np.random.SeedSequence([cfg.seed, progress.env_steps]).generate_state(1)[0]
         )
-    collector = RolloutCollector(envs, cfg.env_id, agent.obs_norm, reset_seed, progress.env_steps)
+    collector = RolloutCollector(envs, cfg.env_id, obs_norm, reset_seed, progress.env_steps)
     clock = CheckpointClock(cfg.checkpoint_every, cfg.checkpoint_minutes)
     t = Trainer(cfg, plan, run_dir, logger, stop, agent, collector, rngs, progress, clock)
     t.start_step = progress.env_steps
+    t.replay = replay
     if reward_fn is not None or cfg.reward == "env":
         t.reward_fn = reward_fn
+        if replay is not None:
+            replay.set_reward_fn(ENV_REWARD if reward_fn is None else reward_fn)
         return t
     t.prefs = open_preferences(cfg, run_dir, plan, device, rngs["feedback"], logger.message)
     cleanup.callback(t.prefs.store.close)
@@ -295,6 +336,8 @@ def write_checkpoint(t: Trainer) -> None:
         "rngs": {name: rng_state(rng) for name, rng in t.rngs.items()},
         "torch_rng": torch.get_rng_state(),
     }
+    if t.replay is not None:  # SAC learns from all of it: a resumed run must have it back
+        state["replay"] = t.replay.state_dict()
     save_checkpoint(state, t.run_dir.checkpoints / LAST_CHECKPOINT)
     t.clock.reset()
 
@@ -305,6 +348,8 @@ def restore(t: Trainer, state: dict) -> None:
     for name, rng in t.rngs.items():
         set_rng_state(rng, state["rngs"][name])
     torch.set_rng_state(state["torch_rng"])
+    if t.replay is not None:
+        t.replay.load_state_dict(state["replay"])
     if t.prefs is not None:
         t.prefs.load_state_dict(state["preferences"])
         # Pairs asked for after the checkpoint (before a crash) are in the store: never ask twice.

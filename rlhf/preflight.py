@@ -73,7 +73,11 @@ def _segment_length(cfg: Config, env: EnvInfo) -> int:
     """Steps per segment: given, or from seconds; never longer than an episode or a rollout."""
     limits = {f"an episode of {env.env_id}": env.max_episode_steps}
     # Segments are cut from one rollout, so a longer one could never be cut.
-    limits[f"a rollout ({flag('ppo.num_steps')} {cfg.ppo.num_steps})"] = cfg.ppo.num_steps
+    if cfg.algo == "sac":
+        steps = cfg.sac.iteration_steps
+        limits[f"an iteration ({flag('sac.iteration_steps')} {steps})"] = steps
+    else:
+        limits[f"a rollout ({flag('ppo.num_steps')} {cfg.ppo.num_steps})"] = cfg.ppo.num_steps
     given = cfg.query.segment_length
     if given is not None:
         for what, limit in limits.items():

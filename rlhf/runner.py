@@ -37,6 +37,7 @@ from rlhf.loop import (
     train,
     write_checkpoint,
 )
+from rlhf.offpolicy import train_offpolicy
 from rlhf.preflight import preflight
 from rlhf.run_dir import RunDir, create_run_dir, trainer_lock, write_config
 from rlhf.status import Phase
@@ -98,7 +99,7 @@ def _resume_state(cfg: Config) -> dict | None:
 def _live(t: Trainer) -> Summary:
     """Train, then end the run the way it ended."""
     try:
-        train(t)
+        train_offpolicy(t) if t.cfg.algo == "sac" else train(t)
     except KeyboardInterrupt:  # a second Ctrl-C: stop at once, without a new checkpoint
         _finish(t, Phase.INTERRUPTED, checkpoint=False)
         raise RunInterrupted(_resume_hint(t), 130) from None

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import gymnasium as gym
 import numpy as np
 
-from rlhf.agent.ppo import NumpyActor
 from rlhf.agent.rollout import ObsNormalizer
 from rlhf.envs import ENDED, StateRecorder
 from rlhf.types import RolloutBatch
@@ -38,6 +39,36 @@ class PolicyRollout:
     episode_returns: list[float]
     episode_lengths: list[int]
     horizon_returns: list[float]
+
+
+class Actor(Protocol):
+    """What acts in the env: PPO's :class:`rlhf.agent.ppo.NumpyActor`, SAC's actors."""
+
+    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Actions (N, act_dim) float32 for observations (N, obs_dim) as the policy sees them."""
+        ...
+
+
+@dataclass(frozen=True, eq=False)
+class StepRecord:
+    """One env step of every env, handed to an off-policy learner as it happens: (N, ...) rows.
+
+    ``next_obs`` is what the env returned (an episode's final observation where it ended);
+    rows with ``valid`` False are reset steps, not transitions.
+    """
+
+    obs: np.ndarray
+    actions: np.ndarray
+    next_obs: np.ndarray
+    true_rewards: np.ndarray
+    terminated: np.ndarray
+    valid: np.ndarray
+    qpos: np.ndarray
+    qvel: np.ndarray
+
+
+AfterStep = Callable[[StepRecord], None]
+"""Called after every env step of a rollout (SAC stores the step and takes a gradient step)."""
 
 
 _STATS_EVERY = 32
@@ -75,8 +106,14 @@ class RolloutCollector:
         """Not yet past the step where the env itself would have ended the episode."""
         self.global_step = start_step
 
-    def collect(self, actor: NumpyActor, num_steps: int, rng: np.random.Generator) -> PolicyRollout:
-        """Run ``num_steps`` steps in every env with ``actor``."""
+    def collect(
+        self,
+        actor: Actor,
+        num_steps: int,
+        rng: np.random.Generator,
+        after_step: AfterStep | None = None,
+    ) -> PolicyRollout:
+        """Run ``num_steps`` steps in every env with ``actor``; ``after_step`` sees each step."""
         n, obs_dim = self.num_envs, self.obs.shape[1]
         act_dim = self.low.shape[0]
         raw_obs = np.empty((num_steps, n, obs_dim), np.float32)
@@ -105,6 +142,11 @@ class RolloutCollector:
             valid[t] = ~self.prev_done
             self.obs, rewards[t], terminated[t], truncated[t], info = self.envs.step(applied[t])
             done = terminated[t] | truncated[t]
+            if after_step is not None:
+                after_step(
+                    StepRecord(raw_obs[t], applied[t], self.obs, rewards[t], terminated[t],
+                               valid[t], qpos[t], qvel[t])
+                )  # fmt: skip
             self._tally(rewards[t], valid[t], _ended(info, n))
             for i in np.flatnonzero(done):
                 returns.append(float(self.ep_return[i]))

@@ -1,0 +1,126 @@
+"""Benchmark: our SAC against Stable-Baselines3's SAC, same hyperparameters, in one invocation.
+
+Both train on HalfCheetah-v5's own reward with one env, one torch thread on the CPU, and the
+settings they share: Adam 3e-4 for actor, critics and entropy coefficient, batch 256, tau 0.005,
+gamma 0.99, one gradient step per env step, an actor step every step (``--sac.policy-frequency
+1``, as SB3 does), automatic entropy tuning from 1.0, two 256-wide hidden layers, uniformly
+random actions for the first ``--learning-starts`` steps. Speed is the training phase's steps/s
+(after learning starts, where the gradient steps are), taken per seed with the two runs
+interleaved (their order alternates), so a busy machine slows both alike: medians, and the ratio
+of medians. Return: the mean true return of the last 10 training episodes, as both report it.
+
+    .venv/bin/python scripts/bench_sac.py                   # 3 seeds x 30k steps (long)
+    .venv/bin/python scripts/bench_sac.py --steps 10000 --seeds 1
+    .venv/bin/python scripts/bench_sac.py --quick           # under a minute, smoke check
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from rlhf.config import Config, SACConfig
+from rlhf.runner import run
+
+ENV_ID = "HalfCheetah-v5"
+LR = 3e-4
+
+
+@dataclass(frozen=True)
+class Result:
+    sps: float
+    """Env steps per second after learning starts (each with one gradient step)."""
+    ret: float
+    """Mean true return of the last 10 episodes."""
+
+
+def ours(steps: int, starts: int, seed: int, root: Path) -> Result:
+    sac = SACConfig(
+        policy_lr=LR, q_lr=LR, policy_frequency=1, learning_starts=starts, iteration_steps=500
+    )
+    cfg = Config(
+        env_id=ENV_ID, algo="sac", reward="env", total_timesteps=steps, seed=seed,
+        runs_dir=str(root), run_name=f"ours{seed}", progress=False, sac=sac, device="cpu",
+    )  # fmt: skip
+    summary = run(cfg)
+    # Iterations with gradient steps log losses/*; their TensorBoard wall times time the phase.
+    acc = EventAccumulator(str(root / f"ours{seed}" / "tb"))
+    acc.Reload()
+    events = acc.Scalars("charts/gradient_steps")
+    first, last = events[0], events[-1]
+    sps = (last.step - first.step) / (last.wall_time - first.wall_time)
+    return Result(sps, float(summary.final_true_return or float("nan")))
+
+
+def sb3(steps: int, starts: int, seed: int) -> Result:
+    from stable_baselines3 import SAC
+
+    env = gym.make(ENV_ID)
+    model = SAC(
+        "MlpPolicy", env, learning_rate=LR, buffer_size=1_000_000, learning_starts=starts,
+        batch_size=256, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1, ent_coef="auto",
+        policy_kwargs={"net_arch": [256, 256]}, seed=seed, device="cpu",
+    )  # fmt: skip
+    model.learn(total_timesteps=starts + 500)  # the random phase and a short warm-up
+    start = time.perf_counter()
+    model.learn(total_timesteps=steps - starts - 500, reset_num_timesteps=False)
+    sps = (steps - starts - 500) / (time.perf_counter() - start)
+    returns = [info["r"] for info in list(model.ep_info_buffer)[-10:]]
+    env.close()
+    return Result(sps, float(np.mean(returns)) if returns else float("nan"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30_000)
+    parser.add_argument("--learning-starts", type=int, default=5_000)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="2.5k steps, 1 seed")
+    args = parser.parse_args()
+    if args.quick:
+        args.steps, args.learning_starts, args.seeds = 2500, 1000, 1
+    torch.set_num_threads(1)
+    rows: list[tuple[int, Result, Result]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(1, args.seeds + 1):
+            pair: dict[str, Result] = {}
+            order = ("ours", "sb3") if seed % 2 else ("sb3", "ours")
+            for name in order:
+                if name == "ours":
+                    pair[name] = ours(args.steps, args.learning_starts, seed, Path(tmp))
+                else:
+                    pair[name] = sb3(args.steps, args.learning_starts, seed)
+            rows.append((seed, pair["ours"], pair["sb3"]))
+            o, s = pair["ours"], pair["sb3"]
+            print(f"seed {seed}: ours {o.sps:6.1f} steps/s return {o.ret:8.1f} | "
+                  f"sb3 {s.sps:6.1f} steps/s return {s.ret:8.1f} | ratio {o.sps / s.sps:.2f}",
+                  flush=True)  # fmt: skip
+    ours_sps = statistics.median(r[1].sps for r in rows)
+    sb3_sps = statistics.median(r[2].sps for r in rows)
+    ours_ret = statistics.median(r[1].ret for r in rows)
+    sb3_ret = statistics.median(r[2].ret for r in rows)
+    pair_ratio = statistics.median(r[1].sps / r[2].sps for r in rows)
+    print(f"{ENV_ID}, {args.steps} steps ({args.learning_starts} random), {args.seeds} seed(s),"
+          " 1 torch thread, CPU")  # fmt: skip
+    print(
+        f"| | steps/s (training) | return (last 10 episodes) |\n| --- | --- | --- |\n"
+        f"| ours | {ours_sps:.1f} | {ours_ret:.1f} |\n| SB3 | {sb3_sps:.1f} | {sb3_ret:.1f} |"
+    )
+    print(
+        f"steps={args.steps} seeds={args.seeds} ours_return={ours_ret:.1f} sb3_return={sb3_ret:.1f}"
+        f" ours_sps={ours_sps:.1f} sb3_sps={sb3_sps:.1f} pair_ratio_sps={pair_ratio:.2f}"
+        f" ratio_sps={ours_sps / sb3_sps:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
