@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from rlhf.sweep import run_jobs
+from rlhf.sweep.worker import read_curve
 
 MODES = {"sac": 0, "pebble100": 100, "pebble400": 400, "ppo700": 700}
 """Mode -> oracle labels (0: the env's reward)."""
@@ -48,7 +49,6 @@ class Result:
 
 def _train(job: Job) -> Result:
     import torch
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from rlhf.config import Config, QueryConfig, SACConfig
     from rlhf.runner import run
@@ -64,9 +64,8 @@ def _train(job: Job) -> Result:
         query=QueryConfig(total_labels=max(labels, 1)),
     )  # fmt: skip
     summary = run(cfg)
-    acc = EventAccumulator(str(Path(job.out) / name / "tb"))
-    acc.Reload()
-    late = [e.value for e in acc.Scalars("charts/episodic_return") if e.step >= 0.9 * job.steps]
+    curve = read_curve(Path(job.out) / name / "tb")
+    late = [value for step, value in curve if step >= 0.9 * job.steps]
     final = float(np.mean(late)) if late else float(summary.final_true_return or float("nan"))
     return Result(job, final, summary.sps)
 

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from rlhf.sweep import run_jobs
+from rlhf.sweep.worker import read_curve
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("ppo", "rlhf")
@@ -62,14 +63,6 @@ class Result:
     @property
     def sps(self) -> float:
         return self.job.steps / self.seconds
-
-
-def _curve(tb_dir: Path) -> list[tuple[int, float]]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    return [(e.step, e.value) for e in acc.Scalars("charts/episodic_return")]
 
 
 def _job(args: tuple[Job, Path]) -> Result:
@@ -103,7 +96,7 @@ def _train(job: Job) -> Result:
             query=QueryConfig(total_labels=job.labels),
         )
         summary = run(cfg)
-        curve = _curve(Path(runs) / "bench" / "tb")
+        curve = list(read_curve(Path(runs) / "bench" / "tb"))
     tail = [ret for step, ret in curve if step > 0.9 * job.steps]
     final = float(np.mean(tail)) if tail else summary.final_true_return or float("nan")
     return Result(
