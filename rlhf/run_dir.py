@@ -199,13 +199,18 @@ def trainer_lock(run: RunDir) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ConfigError(
-                f"{run.root} is being trained by another process; stop it first (Ctrl-C there"
-                " writes a checkpoint), then --resume"
-            ) from None
+            raise busy(run) from None
         yield
     finally:
         os.close(fd)
+
+
+def busy(run: RunDir) -> ConfigError:
+    """The one line for a run that another trainer holds."""
+    return ConfigError(
+        f"{run.root} is being trained by another process; stop it first (Ctrl-C there"
+        " writes a checkpoint), then --resume"
+    )
 
 
 def is_trainer_running(run: RunDir) -> bool:

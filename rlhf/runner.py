@@ -39,7 +39,14 @@ from rlhf.loop import (
 )
 from rlhf.offpolicy import train_offpolicy
 from rlhf.preflight import preflight
-from rlhf.run_dir import RunDir, create_run_dir, trainer_lock, write_config
+from rlhf.run_dir import (
+    RunDir,
+    busy,
+    create_run_dir,
+    is_trainer_running,
+    trainer_lock,
+    write_config,
+)
 from rlhf.status import Phase
 
 _INTERRUPT_GRACE = 3.0
@@ -89,7 +96,10 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
 def _resume_state(cfg: Config) -> dict | None:
     if cfg.resume is None:
         return None
-    path = RunDir(Path(cfg.resume)).checkpoints / LAST_CHECKPOINT
+    run_dir = RunDir(Path(cfg.resume))
+    if is_trainer_running(run_dir):  # say so before "no checkpoint yet"; the lock still decides
+        raise busy(run_dir)
+    path = run_dir.checkpoints / LAST_CHECKPOINT
     try:
         return load_checkpoint(path)
     except CheckpointError as exc:

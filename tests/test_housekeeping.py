@@ -187,3 +187,7 @@ def test_a_real_run_is_listed_with_its_summary(tmp_path: Path) -> None:
         resumed = replace(cfg, resume=str(info.path), total_timesteps=1024)
         with pytest.raises(ConfigError, match="being trained by another process"):
             run(resumed)
+        # Before its first checkpoint too: the busy trainer is the reason, not the checkpoint.
+        (info.path / "checkpoints" / "last.pt").unlink()
+        with pytest.raises(ConfigError, match="being trained by another process"):
+            run(resumed)
