@@ -8,9 +8,6 @@ entry synced, so at every moment ``last.pt`` is either the previous checkpoint o
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +15,7 @@ import numpy as np
 import torch
 
 from rlhf.config import ConfigError
+from rlhf.fsutil import replace_atomic
 
 FORMAT = 1
 """Version of the checkpoint layout; a newer one is refused instead of misread."""
@@ -29,29 +27,8 @@ class CheckpointError(ConfigError):
 
 def save_atomic(obj: Any, path: Path) -> int:
     """``torch.save`` ``obj`` to ``path`` atomically and durably; returns the file size in bytes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
+    replace_atomic(path, lambda f: torch.save(obj, f))
     return path.stat().st_size
-
-
-def _fsync_dir(directory: Path) -> None:
-    # The rename is durable only once the directory entry is on disk.
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def save_checkpoint(state: dict[str, Any], path: Path) -> int:

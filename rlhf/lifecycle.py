@@ -6,9 +6,7 @@ Nothing here knows PPO or the reward model; :mod:`rlhf.loop` puts the pieces tog
 from __future__ import annotations
 
 import json
-import os
 import signal
-import tempfile
 import threading
 import time
 from collections import deque
@@ -19,6 +17,7 @@ from types import FrameType
 from typing import Any
 
 from rlhf.config import ConfigError
+from rlhf.fsutil import replace_atomic
 
 
 class RunError(ConfigError):
@@ -178,8 +177,5 @@ class Summary:
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` as JSON so that readers see the old file or the new one, never a torn one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    text = json.dumps(data, indent=2) + "\n"
+    replace_atomic(path, lambda f: f.write(text.encode()), mode=0o644)

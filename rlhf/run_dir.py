@@ -6,7 +6,6 @@ import contextlib
 import fcntl
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -14,6 +13,7 @@ from pathlib import Path
 
 from rlhf.config import Config, ConfigError, check_run_name, flag
 from rlhf.config_paths import get, leaf_paths
+from rlhf.fsutil import remove_orphan_temps, replace_atomic
 
 SESSION_ONLY = frozenset(
     {
@@ -111,17 +111,8 @@ def write_config(run: RunDir, cfg: Config) -> None:
     the rename so a power cut cannot leave an empty ``config.json`` behind.
     """
     text = json.dumps(cfg.to_dict(), indent=2, default=str) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=".config.", suffix=".json", dir=run.root)
-    try:
-        with os.fdopen(fd, "w") as f:
-            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it private; config.json never was
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, run.config)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # 0o644: mkstemp makes the file private; config.json never was.
+    replace_atomic(run.config, lambda f: f.write(text.encode()), mode=0o644, suffix=".tmp.json")
 
 
 def read_config(path: str | Path) -> Config:
@@ -200,6 +191,8 @@ def trainer_lock(run: RunDir) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise busy(run) from None
+        # No other writer is alive now: what a killed one left half-written can go.
+        remove_orphan_temps([run.root, run.checkpoints])
         yield
     finally:
         os.close(fd)

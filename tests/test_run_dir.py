@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlhf.config import Config, ConfigError
-from rlhf.run_dir import RunDir, create_run_dir, read_config, write_config
+from rlhf.run_dir import RunDir, create_run_dir, read_config, trainer_lock, write_config
 
 
 @pytest.mark.parametrize("name", ["..", "../escape", "a/b", "a\\b", "/tmp/abs", "C:evil", ""])
@@ -52,6 +52,42 @@ def test_write_config_that_fails_leaves_the_old_file(
         write_config(run, dataclasses.replace(cfg, total_timesteps=5))
     assert run.config.read_bytes() == before
     assert sorted(p.name for p in run.root.iterdir() if p.is_file()) == ["config.json"]
+
+
+def test_write_config_syncs_the_directory_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The rename is durable only once the directory is synced: a power cut would otherwise
+    # leave the old config.json (or none, on a new run) after the trainer moved on.
+    run = create_run_dir(Config(runs_dir=str(tmp_path), run_name="r"))
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    write_config(run, Config(runs_dir=str(tmp_path), run_name="r", seed=2))
+    assert str(run.root.resolve()) in synced
+
+
+def test_taking_the_trainer_lock_removes_what_a_killed_writer_left(tmp_path: Path) -> None:
+    run = create_run_dir(Config(runs_dir=str(tmp_path), run_name="r"))
+    run.checkpoints.mkdir(parents=True, exist_ok=True)
+    orphans = [run.checkpoints / ".last.pt.k2j3.tmp", run.root / ".config.json.x8.tmp.json"]
+    kept = [run.checkpoints / "last.pt", run.root / "notes.tmp", run.root / ".hidden"]
+    for path in orphans + kept:
+        path.write_bytes(b"x")
+    with trainer_lock(run):
+        assert [p.exists() for p in orphans] == [False, False]
+        assert all(p.exists() for p in kept)
+        # A second trainer is refused before it can touch the first one's files in flight.
+        orphans[0].write_bytes(b"in flight")
+        with pytest.raises(ConfigError, match="being trained by another process"):
+            with trainer_lock(run):
+                pass
+        assert orphans[0].exists()
 
 
 @pytest.mark.parametrize(
