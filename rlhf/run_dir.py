@@ -110,9 +110,15 @@ def write_config(run: RunDir, cfg: Config) -> None:
     A resumed run with a raised budget stores its new config this way; the file is synced before
     the rename so a power cut cannot leave an empty ``config.json`` behind.
     """
-    text = json.dumps(cfg.to_dict(), indent=2, default=str) + "\n"
+    text = json.dumps(stored_dict(cfg), indent=2, default=str) + "\n"
     # 0o644: mkstemp makes the file private; config.json never was.
     replace_atomic(run.config, lambda f: f.write(text.encode()), mode=0o644, suffix=".tmp.json")
+
+
+def stored_dict(cfg: Config) -> dict:
+    """``cfg`` as a run keeps it on disk (``config.json``, TensorBoard's hparams): without the web
+    access token, which is a secret of the session (a resumed run gets a new one or ``--token``)."""
+    return replace(cfg, web=replace(cfg.web, token=None)).to_dict()
 
 
 def read_config(path: str | Path) -> Config:

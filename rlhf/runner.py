@@ -44,6 +44,7 @@ from rlhf.run_dir import (
     busy,
     create_run_dir,
     is_trainer_running,
+    stored_dict,
     trainer_lock,
     write_config,
 )
@@ -85,7 +86,7 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
         stop = cleanup.enter_context(StopSignals(logger.message))
         t = build_trainer(cfg, plan, run_dir, logger, stop, progress, reward_fn, cleanup)
         if state is None:
-            logger.hparams_text(cfg.to_dict())
+            logger.hparams_text(stored_dict(cfg))
         else:
             restore(t, state)
             logger.message(f"resuming {run_dir.root} at step {progress.env_steps:,}")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rlhf.config import Config, ConfigError
+from rlhf.config import Config, ConfigError, WebConfig
 from rlhf.run_dir import RunDir, create_run_dir, read_config, trainer_lock, write_config
 
 
@@ -70,6 +70,17 @@ def test_write_config_syncs_the_directory_entry(
     monkeypatch.setattr(os, "fsync", spy)
     write_config(run, Config(runs_dir=str(tmp_path), run_name="r", seed=2))
     assert str(run.root.resolve()) in synced
+
+
+def test_the_web_token_is_not_kept_in_the_run_directory(tmp_path: Path) -> None:
+    # config.json is world-readable and travels with the run (exports, sweeps, bug reports):
+    # a token written there would open the labelling page to whoever reads it.
+    secret = "s3cret-token-value"
+    cfg = Config(runs_dir=str(tmp_path), run_name="r", web=WebConfig(token=secret))
+    run = create_run_dir(cfg)
+    write_config(run, cfg)
+    assert secret not in run.config.read_text()
+    assert read_config(run.root) == dataclasses.replace(cfg, web=WebConfig(token=None))
 
 
 def test_taking_the_trainer_lock_removes_what_a_killed_writer_left(tmp_path: Path) -> None:
