@@ -225,6 +225,9 @@ class QueryConfig:
     """Human feedback: a pair still unanswered this many PPO iterations after it was asked for
     is no longer shown (it judges a policy that no longer exists) and a fresh one is asked for
     in its place; 0: never."""
+    half_rate_steps: Annotated[int | None, tyro.conf.arg(metavar="STEPS")] = None
+    """Env steps after which the rate of new queries has halved (it decays like 1/T); default:
+    a quarter of --total-timesteps."""
 
     def validate(self) -> None:
         _check(self.total_labels >= 0, "{query.total_labels} must be >= 0")
@@ -237,6 +240,10 @@ class QueryConfig:
         _check(self.oversample >= 1, "{query.oversample} must be >= 1")
         _check(self.pool_size >= 2, "{query.pool_size} must be >= 2")
         _check(self.retire_after >= 0, "{query.retire_after} must be >= 0")
+        _check(
+            self.half_rate_steps is None or self.half_rate_steps >= 1,
+            "{query.half_rate_steps} must be >= 1",
+        )
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,9 @@ def open_preferences(
         feedback=feedback,
         pool=SegmentPool(cfg.query.pool_size),
         schedule=QuerySchedule(
-            cfg.query.total_labels, cfg.query.initial_fraction, cfg.total_timesteps
+            cfg.query.total_labels,
+            cfg.query.initial_fraction,
+            cfg.total_timesteps,
+            half_rate_steps=cfg.query.half_rate_steps,
         ),
     )

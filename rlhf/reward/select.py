@@ -85,6 +85,7 @@ class QuerySchedule:
         total_timesteps: env steps of the whole run.
         half_rate_fraction: ``t_half`` as a fraction of ``total_timesteps``: the rate has halved
             by then (0.25: the last label comes at a fifth of the first rate).
+        half_rate_steps: ``t_half`` in env steps (overrides ``half_rate_fraction``).
     """
 
     def __init__(
@@ -93,6 +94,7 @@ class QuerySchedule:
         initial_fraction: float,
         total_timesteps: int,
         half_rate_fraction: float = 0.25,
+        half_rate_steps: int | None = None,
     ) -> None:
         if total_labels < 0 or not 0 <= initial_fraction <= 1 or half_rate_fraction <= 0:
             raise ValueError("need total_labels >= 0, initial_fraction in [0, 1], half_rate > 0")
@@ -100,6 +102,8 @@ class QuerySchedule:
         self.initial = min(total_labels, round(initial_fraction * total_labels))
         self.total_timesteps = total_timesteps
         self.t_half = half_rate_fraction * max(total_timesteps, 1)
+        if half_rate_steps is not None:
+            self.t_half = float(half_rate_steps)
 
     def due(self, env_steps: int) -> int:
         """Labels that should have been requested in total by ``env_steps``."""
