@@ -86,23 +86,9 @@ def _pyarrow() -> Any:
 def export_run(run: Path, out: Path) -> DatasetCounts:
     """Write the run's segments, pairs and labels as a dataset in ``out`` (a new directory)."""
     pa = _pyarrow()
-    store = run / "labels.sqlite"
-    if not store.is_file():
-        raise ConfigError(f"{run} is not a run directory (no labels.sqlite in it)")
     if out.exists() and any(out.iterdir()):
         raise ConfigError(f"{out} exists and is not empty; name a new directory")
-    con = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
-    con.row_factory = sqlite3.Row
-    try:
-        meta = {r["key"]: json.loads(r["value"]) for r in con.execute("SELECT * FROM meta")}
-        segments = [
-            (r["id"], unpack_segment(r["env_id"], r["start_step"], r["arrays"]))
-            for r in con.execute("SELECT id, env_id, start_step, arrays FROM segments ORDER BY id")
-        ]
-        pairs = _rows(con, "SELECT * FROM pairs ORDER BY id", drop=VIDEO_COLUMNS)
-        labels = _rows(con, "SELECT * FROM labels ORDER BY seq", drop=set())
-    finally:
-        con.close()
+    meta, segments, pairs, labels = read_run(run)
     out.mkdir(parents=True, exist_ok=True)
     write_segments(out, [s for _, s in segments], meta.get("env_id"))
     episode = {seg_id: i for i, (seg_id, _) in enumerate(segments)}
@@ -130,6 +116,28 @@ def export_run(run: Path, out: Path) -> DatasetCounts:
     }
     (out / "dataset.json").write_text(json.dumps(info, indent=2) + "\n")
     return counts
+
+
+def read_run(
+    run: Path,
+) -> tuple[dict[str, Any], list[tuple[int, Segment]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """A run's store, read-only: meta, segments (id, segment), pairs and labels as rows."""
+    store = run / "labels.sqlite"
+    if not store.is_file():
+        raise ConfigError(f"{run} is not a run directory (no labels.sqlite in it)")
+    con = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+    con.row_factory = sqlite3.Row
+    try:
+        meta = {r["key"]: json.loads(r["value"]) for r in con.execute("SELECT * FROM meta")}
+        segments = [
+            (r["id"], unpack_segment(r["env_id"], r["start_step"], r["arrays"]))
+            for r in con.execute("SELECT id, env_id, start_step, arrays FROM segments ORDER BY id")
+        ]
+        pairs = _rows(con, "SELECT * FROM pairs ORDER BY id", drop=VIDEO_COLUMNS)
+        labels = _rows(con, "SELECT * FROM labels ORDER BY seq", drop=set())
+    finally:
+        con.close()
+    return meta, segments, pairs, labels
 
 
 def _version() -> str:
