@@ -83,8 +83,12 @@ def _pyarrow() -> Any:
     return pyarrow
 
 
-def export_run(run: Path, out: Path) -> DatasetCounts:
-    """Write the run's segments, pairs and labels as a dataset in ``out`` (a new directory)."""
+def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCounts:
+    """Write the run's segments, pairs and labels as a dataset in ``out`` (a new directory).
+
+    ``labels.parquet`` is written in row groups of ``row_group_size`` labels: the unit a lazy
+    reader (:mod:`rlhf.label_stream`) loads at a time.
+    """
     pa = _pyarrow()
     if out.exists() and any(out.iterdir()):
         raise ConfigError(f"{out} exists and is not empty; name a new directory")
@@ -102,7 +106,9 @@ def export_run(run: Path, out: Path) -> DatasetCounts:
     labels = [label | refs[label["pair_id"]] for label in labels]
     pa.parquet.write_table(_segment_index(pa, segments), out / "segments.parquet")
     pa.parquet.write_table(_table(pa, pairs), out / "pairs.parquet")
-    pa.parquet.write_table(_table(pa, labels), out / "labels.parquet")
+    pa.parquet.write_table(
+        _table(pa, labels), out / "labels.parquet", row_group_size=row_group_size
+    )
     counts = DatasetCounts(len(segments), len(pairs), len(labels))
     info = {
         "format": FORMAT,
