@@ -170,3 +170,15 @@ def test_labels_from_another_env_are_refused_in_one_line(
     assert err.count("\n") == 1 and not (tmp_path / "runs").exists()
     with pytest.raises(ConfigError, match="neither a run directory"):
         run(_pendulum(tmp_path, "n", 6, labels_from=str(tmp_path)))
+
+
+def test_a_resumed_seeded_run_copies_nothing_twice_and_asks_only_its_own_labels(
+    pendulum: Path, tmp_path: Path
+) -> None:
+    cfg = _pendulum(tmp_path, "seeded", 6, labels_from=str(pendulum))
+    run(cfg)
+    main(["train", "--resume", str(tmp_path / "seeded"), "--total-timesteps", "2048",
+          "--query.total-labels", "8", "--no-progress"])  # fmt: skip
+    labels = LabelStore(tmp_path / "seeded" / "labels.sqlite").labels()
+    assert sum(label.source == "import" for label in labels) == 12
+    assert sum(label.source != "import" for label in labels) == 8
