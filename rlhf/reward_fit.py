@@ -9,6 +9,7 @@ with the env's true reward where the dataset has one. The saved file is the run'
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import os
@@ -139,7 +140,8 @@ def reward_main(cmd: RewardCommand) -> None:
     torch.set_num_threads(1)
     if cmd.workers < 0 or cmd.max_held_out < 1:
         raise ConfigError("--workers must be >= 0 and --max-held-out >= 1")
-    if cmd.lazy or info.get("counts", {}).get("labels", 0) > LAZY_ABOVE:
+    lazy = cmd.lazy or info.get("counts", {}).get("labels", 0) > LAZY_ABOVE
+    if lazy:
         learner, result = fit_lazy(
             dataset, cmd.reward_model, cmd.test_fraction, cmd.seed, cmd.workers, cmd.max_held_out
         )
@@ -147,7 +149,12 @@ def reward_main(cmd: RewardCommand) -> None:
         learner, result = fit_offline(
             read_preferences(dataset), cmd.reward_model, cmd.test_fraction, cmd.seed
         )
-    state = learner.state_dict() | {"env_id": info.get("env_id"), "dataset": str(dataset)}
+    # The held-out figures travel with the reward (as the run's own figures do in its summary).
+    state = learner.state_dict() | {
+        "env_id": info.get("env_id"),
+        "dataset": str(dataset),
+        "fit": dataclasses.asdict(result) | {"lazy": lazy},
+    }
     out = Path(cmd.out)
     tmp = out.with_name(f".{out.name}.tmp")
     torch.save(state, tmp)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from rlhf.cli import main
 from rlhf.config import ConfigError, RewardConfig
@@ -104,7 +105,9 @@ def test_a_reward_fitted_from_the_stream_ranks_held_out_pairs(tmp_path: Path) ->
 def test_cli_reward_fit_lazy_and_schema_1_refused(tmp_path: Path, capsys) -> None:
     dataset = _toy_dataset(tmp_path, pairs=60)
     main(["reward", "fit", str(dataset), "--lazy", "--out", str(tmp_path / "r.pt")])
-    assert "held-out accuracy" in capsys.readouterr().out and (tmp_path / "r.pt").is_file()
+    assert "held-out accuracy" in capsys.readouterr().out
+    fit = torch.load(tmp_path / "r.pt", weights_only=True)["fit"]
+    assert fit["lazy"] and fit["test_accuracy"] > 0.5 and fit["train_labels"] > 0
     info = (
         (dataset / "dataset.json").read_text().replace('"schema_version": 2', '"schema_version": 1')
     )

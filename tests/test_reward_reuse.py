@@ -83,6 +83,11 @@ def test_a_runs_own_reward_model_trains_a_new_run_and_a_foreign_one_is_refused(
     assert torch.load(saved, weights_only=True)["env_id"] == "Pendulum-v1"
     summary = run(_pendulum(tmp_path, "reuse", 12, reward_model_file=str(saved)))
     assert summary.status == "finished" and summary.labels_used == 0
+    main(["train", "--resume", str(tmp_path / "reuse"), "--total-timesteps", "2048"])
+    resumed = json.loads((tmp_path / "reuse" / "summary.json").read_text())
+    assert resumed["env_steps"] == 2048 and resumed["sessions"] == 2
+    stored = json.loads((tmp_path / "reuse" / "config.json").read_text())
+    assert stored["reward_model_file"] == str(saved.resolve())  # resume kept it
     assert not (tmp_path / "reuse" / "labels.sqlite").exists()
     for argv, says in (
         (["--env-id", "HalfCheetah-v5"], "was fitted on Pendulum-v1, not --env-id HalfCheetah-v5"),
