@@ -39,9 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import numpy as np
-
 from rlhf.config import ConfigError
+from rlhf.dataset_v1 import V1Segments
 from rlhf.minari_segments import MINARI_ID, MINARI_ROOT, SegmentReader, write_segments
 from rlhf.store import LabelStore
 from rlhf.store.records import pack_segment, unpack_segment
@@ -49,7 +48,6 @@ from rlhf.types import Answer, Pair, Preference, Segment
 
 FORMAT = "rlhf-preferences"
 SCHEMA_VERSION = 2
-V1_ARRAYS = ("obs", "actions", "true_rewards", "qpos", "qvel")
 INSTALL_HINT = "datasets need pyarrow, which is not installed: pip install 'rlhf[data]'"
 VIDEO_COLUMNS = {"video_status", "video_path", "video_error", "video_updated_at"}
 """Pair columns about this machine's video files: not exported (videos are rendered again)."""
@@ -207,29 +205,7 @@ def open_segments(dataset: Path) -> Segments:
     index = read_table(dataset, "segments")
     if info.get("schema_version", 1) >= 2:
         return SegmentReader(dataset, index)
-    return _V1Segments(index)
-
-
-class _V1Segments:
-    """Schema 1: the arrays are list columns of segments.parquet, already in memory."""
-
-    def __init__(self, index: list[dict[str, Any]]) -> None:
-        self.rows = {row["id"]: row for row in index}
-
-    def get(self, segment_ids: list[int]) -> dict[int, Segment]:
-        return {i: self._segment(self.rows[i]) for i in segment_ids}
-
-    @staticmethod
-    def _segment(row: dict[str, Any]) -> Segment:
-        arrays = {
-            name: np.asarray(row[name], np.float64 if name in ("qpos", "qvel") else np.float32)
-            for name in V1_ARRAYS
-        }
-        for name in ("qpos", "qvel"):  # an env without physics state has (T, 0) arrays
-            arrays[name] = arrays[name].reshape(len(arrays["obs"]), -1)
-        return Segment(
-            env_id=row["env_id"], start_step=row["start_step"], absorbing=row["absorbing"], **arrays
-        )
+    return V1Segments(index)
 
 
 def read_segments(dataset: Path) -> dict[int, Segment]:
