@@ -403,6 +403,10 @@ class Config:
         _check(self.checkpoint_every >= 0, "{checkpoint_every} must be >= 0")
         _check(self.checkpoint_minutes > 0, "{checkpoint_minutes} must be > 0")
         self.env_kwargs_dict()
+        _check(
+            self.labels_from is None or self.reward == "learned",
+            "{labels_from} needs {reward} learned",
+        )
         if self.reward_model_file is not None:
             _check(self.reward == "learned", "{reward_model_file} needs {reward} learned")
             _check(self.labels_from is None, "{labels_from} has no use with {reward_model_file}")

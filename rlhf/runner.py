@@ -77,7 +77,7 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
         reward_fn = load_saved_reward(
             Path(cfg.reward_model_file), cfg.env_id, env.obs_dim, env.act_dim
         )
-    elif cfg.labels_from is not None:
+    elif cfg.labels_from is not None and cfg.resume is None:  # a resumed run has them already
         check_labels_source(Path(cfg.labels_from), cfg.env_id)
     state = _resume_state(cfg)
     if state is None:

@@ -173,6 +173,9 @@ def test_labels_from_another_env_are_refused_in_one_line(
         and "holds labels for Pendulum-v1, not --env-id HalfCheetah-v5" in err
     )
     assert err.count("\n") == 1 and not (tmp_path / "runs").exists()
+    with pytest.raises(SystemExit):
+        main(["train", "--reward", "env", "--labels-from", str(pendulum)])
+    assert "--labels-from needs --reward learned" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="neither a run directory"):
         run(_pendulum(tmp_path, "n", 6, labels_from=str(tmp_path)))
 
