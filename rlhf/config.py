@@ -350,6 +350,15 @@ class Config:
     """Parent directory of run directories."""
     reward: Literal["learned", "env"] = "learned"
     """Train PPO on the learned reward (RLHF) or on the true env reward (baseline)."""
+    reward_model_file: Annotated[str | None, tyro.conf.arg(name="reward-model", metavar="FILE")] = (
+        None
+    )
+    """Train on a saved reward and ask for no labels: a file written by rlhf reward fit, or a
+    run's checkpoints/reward_model.pt (its env and obs/action sizes must be this run's)."""
+    labels_from: Annotated[str | None, tyro.conf.arg(metavar="DATASET_OR_RUN")] = None
+    """Seed this run's labels with every label of an earlier run (its directory) or of a dataset
+    written by rlhf export: the reward trains on them from the first iteration; the label
+    schedule (--query.total-labels) counts only the labels asked in this run."""
     feedback: Literal["human", "synthetic"] = "human"
     """Where preference labels come from (with --reward learned)."""
     feedback_wait: bool = False
@@ -401,6 +410,13 @@ class Config:
         _check(self.checkpoint_every >= 0, "{checkpoint_every} must be >= 0")
         _check(self.checkpoint_minutes > 0, "{checkpoint_minutes} must be > 0")
         self.env_kwargs_dict()
+        _check(
+            self.labels_from is None or self.reward == "learned",
+            "{labels_from} needs {reward} learned",
+        )
+        if self.reward_model_file is not None:
+            _check(self.reward == "learned", "{reward_model_file} needs {reward} learned")
+            _check(self.labels_from is None, "{labels_from} has no use with {reward_model_file}")
         _check(
             self.algo != "ppo" or self.ppo.num_steps * self.num_envs >= self.ppo.num_minibatches,
             "{ppo.num_steps} x {num_envs} must be >= {ppo.num_minibatches}",

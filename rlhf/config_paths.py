@@ -56,7 +56,15 @@ def flag(root: type, path: str) -> str:
         cls = sub
     if name not in _hints(cls) or _section(_hints(cls)[name]) is not None:
         raise KeyError(f"{root.__name__} has no setting {path!r}")
-    return "--" + ".".join([*prefix, name]).replace("_", "-")
+    return "--" + ".".join([*prefix, _arg_name(_hints(cls)[name]) or name]).replace("_", "-")
+
+
+def _arg_name(hint: Any) -> str | None:
+    """The name a ``tyro.conf.arg(name=...)`` gives a field's flag, if any."""
+    if get_origin(hint) is not Annotated:
+        return None
+    names = [getattr(m, "name", None) for m in hint.__metadata__]
+    return next((n for n in names if isinstance(n, str)), None)
 
 
 def leaf_paths(root: type) -> list[str]:

@@ -1,20 +1,34 @@
 """Labelled data that outlives a run: ``rlhf export RUN OUT`` and ``rlhf import DATASET DIR``.
 
-A dataset is a directory of Parquet files (read by pandas, polars, DuckDB, Arrow and Hugging
-Face datasets alike) and one JSON file:
+A dataset (schema version 2) is a directory readable without rlhf: the segments as a Minari
+dataset (Farama's offline-RL standard) and the labels as Parquet files (read by pandas, polars,
+DuckDB, Arrow and Hugging Face datasets alike) that reference segments by (episode id, start,
+length), as the offline preference datasets do (Preference Transformer's index + label files)::
+
+    OUT/dataset.json
+    OUT/minari/rlhf/segments-v0/data/...   one Minari episode per segment (see rlhf.minari_segments)
+    OUT/segments.parquet                    the segment index
+    OUT/pairs.parquet
+    OUT/labels.parquet
 
 - ``dataset.json``: ``format`` ("rlhf-preferences"), ``schema_version``, the rlhf version that
-  wrote it, the run's env id and env kwargs, and row counts.
-- ``segments.parquet``: one row per segment: ``id``, ``env_id``, ``start_step``, ``absorbing``
-  (padding steps after the episode ended), ``true_return``, and per step ``obs``, ``actions``,
-  ``true_rewards``, ``qpos``, ``qvel`` (the MuJoCo state before each step, which replays it).
-- ``pairs.parquet``: the run's pairs; ``left_segment``/``right_segment`` are segment ids.
-- ``labels.parquet``: one row per answer: ``pair_id``, ``answer`` (left, right, equal, skip),
-  ``source`` (human, synthetic), ``labeller``, ``response_ms``, ``created_at`` (Unix time).
+  wrote it, the run's name, env id and env kwargs, row counts, and ``minari`` (the Minari dataset
+  id and its path inside the dataset).
+- ``segments.parquet``: one row per segment: ``id`` (the run's segment id), ``episode_id`` (its
+  Minari episode), ``start`` (0: the whole episode), ``length``, ``env_id``, ``start_step``,
+  ``absorbing`` (padding steps after the episode ended), ``true_return``.
+- ``pairs.parquet``: the run's pairs: ``id``, ``left_segment``/``right_segment`` (segment ids),
+  ``left_episode``, ``left_start``, ``left_length`` and the same for ``right_``, ``swapped``,
+  ``iteration``, ``created_at``.
+- ``labels.parquet``: one row per answer: ``seq``, ``pair_id``, ``answer`` (left, right, equal,
+  skip), ``source`` (human, synthetic, import), ``labeller``, ``response_ms``, ``created_at``
+  (Unix time), and the pair's segment references (``left_episode`` ... as in pairs.parquet), so
+  the labels file and the Minari dataset alone are enough to train on.
 
-Segments are referenced by id, as offline preference datasets reference their clips by index.
+Schema version 1 (still read) kept the per-step arrays (``obs``, ``actions``, ``true_rewards``,
+``qpos``, ``qvel``) as list columns of ``segments.parquet`` and had no Minari dataset.
 Reading never changes the run (its store is opened read-only); an import writes a fresh
-``labels.sqlite`` with the same ids, so export -> import -> export gives the same files.
+``labels.sqlite`` with the same ids, so export -> import -> export gives the same data.
 """
 
 from __future__ import annotations
@@ -23,21 +37,24 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import Any, Protocol
 
 from rlhf.config import ConfigError
+from rlhf.dataset_v1 import V1Segments
+from rlhf.minari_segments import MINARI_ID, MINARI_ROOT, SegmentReader, write_segments
 from rlhf.store import LabelStore
 from rlhf.store.records import pack_segment, unpack_segment
 from rlhf.types import Answer, Pair, Preference, Segment
 
 FORMAT = "rlhf-preferences"
-SCHEMA_VERSION = 1
-ARRAYS = ("obs", "actions", "true_rewards", "qpos", "qvel")
+SCHEMA_VERSION = 2
 INSTALL_HINT = "datasets need pyarrow, which is not installed: pip install 'rlhf[data]'"
 VIDEO_COLUMNS = {"video_status", "video_path", "video_error", "video_updated_at"}
 """Pair columns about this machine's video files: not exported (videos are rendered again)."""
+REF_COLUMNS = tuple(
+    f"{side}_{part}" for side in ("left", "right") for part in ("episode", "start", "length")
+)
+"""A pair's segment references by (episode id, start, length), in pairs and labels."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +62,14 @@ class DatasetCounts:
     segments: int
     pairs: int
     labels: int
+
+
+class Segments(Protocol):
+    """Reads a dataset's segments by id (all at once, or just those asked for)."""
+
+    rows: dict[int, dict[str, Any]]
+
+    def get(self, segment_ids: list[int]) -> dict[int, Segment]: ...
 
 
 def _pyarrow() -> Any:
@@ -56,14 +81,54 @@ def _pyarrow() -> Any:
     return pyarrow
 
 
-def export_run(run: Path, out: Path) -> DatasetCounts:
-    """Write the run's segments, pairs and labels as a dataset in ``out`` (a new directory)."""
+def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCounts:
+    """Write the run's segments, pairs and labels as a dataset in ``out`` (a new directory).
+
+    ``labels.parquet`` is written in row groups of ``row_group_size`` labels: the unit a lazy
+    reader (:mod:`rlhf.label_stream`) loads at a time.
+    """
     pa = _pyarrow()
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError(f"{out} exists and is not empty; name a new directory")
+    meta, segments, pairs, labels = read_run(run)
+    out.mkdir(parents=True, exist_ok=True)
+    write_segments(out, [s for _, s in segments], meta.get("env_id"))
+    episode = {seg_id: i for i, (seg_id, _) in enumerate(segments)}
+    length = {seg_id: len(s) for seg_id, s in segments}
+    for pair in pairs:
+        for side in ("left", "right"):
+            seg_id = pair[f"{side}_segment"]
+            pair |= {f"{side}_episode": episode[seg_id], f"{side}_start": 0}
+            pair[f"{side}_length"] = length[seg_id]
+    refs = {pair["id"]: {k: pair[k] for k in REF_COLUMNS} for pair in pairs}
+    labels = [label | refs[label["pair_id"]] for label in labels]
+    pa.parquet.write_table(_segment_index(pa, segments), out / "segments.parquet")
+    pa.parquet.write_table(_table(pa, pairs), out / "pairs.parquet")
+    pa.parquet.write_table(
+        _table(pa, labels), out / "labels.parquet", row_group_size=row_group_size
+    )
+    counts = DatasetCounts(len(segments), len(pairs), len(labels))
+    info = {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "rlhf_version": _version(),
+        "run_name": meta.get("run_name", run.name),
+        "env_id": meta.get("env_id"),
+        "env_kwargs": meta.get("env_kwargs", {}),
+        "counts": counts.__dict__,
+        "minari": {"dataset_id": MINARI_ID, "path": f"{MINARI_ROOT}/{MINARI_ID}/data"},
+    }
+    (out / "dataset.json").write_text(json.dumps(info, indent=2) + "\n")
+    return counts
+
+
+def read_run(
+    run: Path,
+) -> tuple[dict[str, Any], list[tuple[int, Segment]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """A run's store, read-only: meta, segments (id, segment), pairs and labels as rows."""
     store = run / "labels.sqlite"
     if not store.is_file():
         raise ConfigError(f"{run} is not a run directory (no labels.sqlite in it)")
-    if out.exists() and any(out.iterdir()):
-        raise ConfigError(f"{out} exists and is not empty; name a new directory")
     con = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
     con.row_factory = sqlite3.Row
     try:
@@ -76,22 +141,7 @@ def export_run(run: Path, out: Path) -> DatasetCounts:
         labels = _rows(con, "SELECT * FROM labels ORDER BY seq", drop=set())
     finally:
         con.close()
-    out.mkdir(parents=True, exist_ok=True)
-    pa.parquet.write_table(_segment_table(pa, segments), out / "segments.parquet")
-    pa.parquet.write_table(pa.Table.from_pylist(pairs), out / "pairs.parquet")
-    pa.parquet.write_table(pa.Table.from_pylist(labels), out / "labels.parquet")
-    counts = DatasetCounts(len(segments), len(pairs), len(labels))
-    info = {
-        "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "rlhf_version": _version(),
-        "run_name": meta.get("run_name", run.name),
-        "env_id": meta.get("env_id"),
-        "env_kwargs": meta.get("env_kwargs", {}),
-        "counts": counts.__dict__,
-    }
-    (out / "dataset.json").write_text(json.dumps(info, indent=2) + "\n")
-    return counts
+    return meta, segments, pairs, labels
 
 
 def _version() -> str:
@@ -108,21 +158,24 @@ def _rows(con: sqlite3.Connection, sql: str, drop: set[str]) -> list[dict[str, A
     return [{k: row[k] for k in row.keys() if k not in drop} for row in con.execute(sql)]  # noqa: SIM118
 
 
-def _segment_table(pa: Any, segments: list[tuple[int, Segment]]) -> Any:
-    columns: dict[str, Any] = {
-        "id": pa.array([i for i, _ in segments], pa.int64()),
-        "env_id": pa.array([s.env_id for _, s in segments], pa.string()),
-        "start_step": pa.array([s.start_step for _, s in segments], pa.int64()),
-        "absorbing": pa.array([s.absorbing for _, s in segments], pa.int32()),
-        "true_return": pa.array([s.true_return for _, s in segments], pa.float64()),
-    }
-    for name in ARRAYS:
-        # Exact dtypes (float32 obs, float64 physics state), so a round trip is bit for bit.
-        columns[name] = pa.array([getattr(s, name).tolist() for _, s in segments])
-        dtype = pa.float64() if name in ("qpos", "qvel") else pa.float32()
-        inner = pa.list_(dtype) if name == "true_rewards" else pa.list_(pa.list_(dtype))
-        columns[name] = columns[name].cast(inner)
-    return pa.table(columns)
+def _table(pa: Any, rows: list[dict[str, Any]]) -> Any:
+    # An empty run still gets files a reader can open (with no columns to guess from).
+    return pa.Table.from_pylist(rows) if rows else pa.table({})
+
+
+def _segment_index(pa: Any, segments: list[tuple[int, Segment]]) -> Any:
+    return pa.table(
+        {
+            "id": pa.array([i for i, _ in segments], pa.int64()),
+            "episode_id": pa.array(range(len(segments)), pa.int64()),
+            "start": pa.array([0] * len(segments), pa.int64()),
+            "length": pa.array([len(s) for _, s in segments], pa.int64()),
+            "env_id": pa.array([s.env_id for _, s in segments], pa.string()),
+            "start_step": pa.array([s.start_step for _, s in segments], pa.int64()),
+            "absorbing": pa.array([s.absorbing for _, s in segments], pa.int32()),
+            "true_return": pa.array([s.true_return for _, s in segments], pa.float64()),
+        }
+    )
 
 
 def read_info(dataset: Path) -> dict[str, Any]:
@@ -141,22 +194,24 @@ def read_info(dataset: Path) -> dict[str, Any]:
     return info
 
 
+def read_table(dataset: Path, name: str) -> list[dict[str, Any]]:
+    """The rows of ``name``.parquet as dicts."""
+    return _pyarrow().parquet.read_table(dataset / f"{name}.parquet").to_pylist()
+
+
+def open_segments(dataset: Path) -> Segments:
+    """The dataset's segments, read on demand (schema 2) or all at once (schema 1)."""
+    info = read_info(dataset)
+    index = read_table(dataset, "segments")
+    if info.get("schema_version", 1) >= 2:
+        return SegmentReader(dataset, index)
+    return V1Segments(index)
+
+
 def read_segments(dataset: Path) -> dict[int, Segment]:
     """Every segment of a dataset by id, with the dtypes they were stored with."""
-    pa = _pyarrow()
-    table = pa.parquet.read_table(dataset / "segments.parquet").to_pylist()
-    out = {}
-    for row in table:
-        arrays = {
-            name: np.asarray(row[name], np.float64 if name in ("qpos", "qvel") else np.float32)
-            for name in ARRAYS
-        }
-        for name in ("qpos", "qvel"):  # an env without physics state has (T, 0) arrays
-            arrays[name] = arrays[name].reshape(len(arrays["obs"]), -1)
-        out[row["id"]] = Segment(
-            env_id=row["env_id"], start_step=row["start_step"], absorbing=row["absorbing"], **arrays
-        )
-    return out
+    segments = open_segments(dataset)
+    return segments.get(list(segments.rows))
 
 
 def import_dataset(dataset: Path, target: Path) -> DatasetCounts:
@@ -164,14 +219,12 @@ def import_dataset(dataset: Path, target: Path) -> DatasetCounts:
 
     Unlabelled pairs come back with their videos pending, so ``rlhf serve`` renders them again.
     """
-    pa = _pyarrow()
     info = read_info(dataset)
     store_path = target / "labels.sqlite"
     if store_path.exists():
         raise ConfigError(f"{store_path} exists; import into a new directory")
     segments = read_segments(dataset)
-    pairs = pa.parquet.read_table(dataset / "pairs.parquet").to_pylist()
-    labels = pa.parquet.read_table(dataset / "labels.parquet").to_pylist()
+    pairs, labels = read_table(dataset, "pairs"), read_table(dataset, "labels")
     store = LabelStore(store_path)
     try:
         for key in ("run_name", "env_id", "env_kwargs"):
@@ -205,19 +258,28 @@ def _insert_rows(con: sqlite3.Connection, table: str, rows: list[dict[str, Any]]
     )
 
 
+def preferences_of(
+    labels: list[dict[str, Any]], pairs: dict[int, dict[str, Any]], segments: Segments
+) -> list[Preference]:
+    """``labels`` rows as training data, in order (skips left out); reads only their segments."""
+    usable = [(label, Answer(label["answer"]).mu) for label in labels]
+    usable = [(label, mu) for label, mu in usable if mu is not None]
+    ids = [
+        pairs[label["pair_id"]][f"{side}_segment"]
+        for label, _ in usable
+        for side in ("left", "right")
+    ]
+    found = segments.get(ids)
+    prefs = []
+    for label, mu in usable:
+        pair = pairs[label["pair_id"]]
+        left, right = found[pair["left_segment"]], found[pair["right_segment"]]
+        prefs.append(Preference(Pair(left, right), mu))
+    return prefs
+
+
 def read_preferences(dataset: Path) -> list[Preference]:
     """The dataset's labels as training data, oldest first (skips left out)."""
-    pa = _pyarrow()
-    read_info(dataset)
-    segments = read_segments(dataset)
-    pairs = {row["id"]: row for row in pa.parquet.read_table(dataset / "pairs.parquet").to_pylist()}
-    prefs = []
-    for label in pa.parquet.read_table(dataset / "labels.parquet").to_pylist():
-        mu = Answer(label["answer"]).mu
-        if mu is None:
-            continue
-        pair = pairs[label["pair_id"]]
-        prefs.append(
-            Preference(Pair(segments[pair["left_segment"]], segments[pair["right_segment"]]), mu)
-        )
-    return prefs
+    segments = open_segments(dataset)
+    pairs = {row["id"]: row for row in read_table(dataset, "pairs")}
+    return preferences_of(read_table(dataset, "labels"), pairs, segments)

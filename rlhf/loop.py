@@ -47,6 +47,7 @@ from rlhf.report import (
 )
 from rlhf.reward.select import select_pairs
 from rlhf.run_dir import RunDir
+from rlhf.seed_labels import imported_pairs
 from rlhf.segments import cut_segments
 from rlhf.status import STATUS_KEY, Phase
 from rlhf.types import RolloutBatch, Segment
@@ -182,8 +183,10 @@ def score_rollout(
 def absorbing_reward(t: Trainer) -> float | None:
     """What a step after a termination is worth to PPO: the learned absorbing reward (None:
     nothing, as with the env's own reward)."""
-    if t.prefs is None or not t.plan.absorbing:
+    if not t.plan.absorbing:
         return None
+    if t.prefs is None:  # a saved reward (--reward-model) knows its value; the env's has none
+        return getattr(t.reward_fn, "absorbing", None)
     value = t.prefs.reward.absorbing_reward()
     t.logger.scalar("reward/absorbing", value, t.collector.global_step)
     return value
@@ -206,7 +209,7 @@ def wait_for_first_labels(t: Trainer, p: Preferences) -> None:
     trainer waiting for pairs it will never ask for (with no usable label yet, PPO waits another
     iteration and the next pairs are requested then). Nothing requested yet: nothing to wait for.
     """
-    needed = min(t.progress.requested, p.schedule.due(0))
+    needed = min(t.progress.requested, p.schedule.due(0)) + imported_pairs(p.store)
 
     def tell(message: str, missing: int) -> None:
         publish(t, Phase.WAITING, message, labels_needed=missing)
@@ -353,7 +356,9 @@ def restore(t: Trainer, state: dict) -> None:
     if t.prefs is not None:
         t.prefs.load_state_dict(state["preferences"])
         # Pairs asked for after the checkpoint (before a crash) are in the store: never ask twice.
-        t.progress.requested = max(t.progress.requested, t.prefs.store.counts().pairs)
+        # (Pairs seeded from --labels-from were never asked in this run.)
+        asked = t.prefs.store.counts().pairs - imported_pairs(t.prefs.store)
+        t.progress.requested = max(t.progress.requested, asked)
 
 
 def final_reward_round(t: Trainer) -> None:
@@ -368,4 +373,5 @@ def save_models(t: Trainer) -> None:
     """``checkpoints/agent.pt`` and, with a learned reward, ``checkpoints/reward_model.pt``."""
     save_atomic(t.agent.state_dict(), t.run_dir.checkpoints / "agent.pt")
     if t.prefs is not None:
-        save_atomic(t.prefs.reward.state_dict(), t.run_dir.checkpoints / "reward_model.pt")
+        state = t.prefs.reward.state_dict() | {"env_id": t.cfg.env_id}  # for --reward-model
+        save_atomic(state, t.run_dir.checkpoints / "reward_model.pt")

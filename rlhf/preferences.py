@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from rlhf.preflight import RunPlan
 from rlhf.reward.learner import RewardLearner
 from rlhf.reward.select import QuerySchedule
 from rlhf.run_dir import RunDir
+from rlhf.seed_labels import seed_labels
 from rlhf.segments import SegmentPool
 from rlhf.store import LabelStore
 from rlhf.types import Pair, Preference
@@ -73,6 +75,10 @@ def open_preferences(
     store.set_meta("env_id", cfg.env_id)
     store.set_meta("task", cfg.task)  # what the person is asked to teach, shown on the page
     store.set_meta(ENV_KWARGS_META, cfg.env_kwargs_dict())  # the renderer makes the same env
+    if cfg.labels_from is not None:  # once: a resumed run finds them in its store
+        copied = seed_labels(store, Path(cfg.labels_from), cfg.env_id)
+        if copied:
+            say(f"seeded {copied} labels from {cfg.labels_from}")
     env = plan.env
     reward = RewardLearner(env.obs_dim, env.act_dim, cfg.reward_model, device, seed=cfg.seed)
     feedback: FeedbackSource

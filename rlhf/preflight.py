@@ -54,7 +54,7 @@ def preflight(cfg: Config) -> RunPlan:
     """
     env = describe_env(cfg.env_id, cfg.env_kwargs_dict())
     plan = RunPlan(env, _segment_length(cfg, env), cfg.termination_mode)
-    if cfg.reward != "learned":
+    if cfg.reward != "learned" or cfg.reward_model_file is not None:  # no label is asked
         return plan
     if cfg.query.total_labels == 0:
         raise ConfigError(

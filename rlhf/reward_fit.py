@@ -9,8 +9,11 @@ with the env's true reward where the dataset has one. The saved file is the run'
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -40,8 +43,20 @@ class RewardCommand:
     """Share of labels held out to judge the fitted reward (never trained on)."""
     seed: int = 1
     """Seeds the split and the networks."""
+    lazy: bool = False
+    """Read the labels from disk batch by batch instead of loading them all (for datasets larger
+    than memory; on by itself above 100,000 labels). Held-out shares are capped at
+    --max-held-out labels each."""
+    workers: int = 0
+    """--lazy: DataLoader worker processes reading the dataset (0: read in the trainer)."""
+    max_held_out: int = 5000
+    """--lazy: at most this many labels of the test and of the validation share are kept in memory."""
     reward_model: RewardConfig = field(default_factory=RewardConfig)
     """The ensemble's settings (as for rlhf train)."""
+
+
+LAZY_ABOVE = 100_000
+"""Datasets with more labels than this are read lazily even without --lazy."""
 
 
 @dataclass(frozen=True)
@@ -86,16 +101,60 @@ def _pearson(learner: RewardLearner, prefs: list[Preference]) -> float:
     return float(np.corrcoef(predicted, true)[0, 1])
 
 
+def fit_lazy(
+    dataset: Path, cfg: RewardConfig, test_fraction: float, seed: int, workers: int, cap: int
+) -> tuple[RewardLearner, FitResult]:
+    """As :func:`fit_offline`, reading the training labels from disk one batch at a time."""
+    from rlhf.label_stream import LabelStream, batches
+
+    if not 0 <= test_fraction < 1:
+        raise ConfigError("--test-fraction must be in [0, 1)")
+    val_fraction = cfg.val_fraction if cfg.val_fraction > 0 else 0.1  # streaming needs one
+
+    def part(name: str, buffer: int = 1) -> LabelStream:
+        return LabelStream(dataset, name, test_fraction, val_fraction, seed, buffer)  # type: ignore[arg-type]
+
+    test = [p for _, p in itertools.islice(part("test"), cap)]
+    val = [p for _, p in itertools.islice(part("val"), cap)]
+    if not val:
+        raise ConfigError(f"{dataset}: no label fell in the validation share; fitting needs more")
+    train = part("train", buffer=max(cfg.batch_size * 16, 1024))
+
+    def epochs(k: int) -> Iterator[list[Preference]]:
+        train.set_epoch(k)
+        return batches(train, cfg.batch_size, workers)
+
+    first = val[0].pair.left
+    rng = np.random.default_rng(seed)
+    learner = RewardLearner(first.obs.shape[1], first.actions.shape[1], cfg, seed=seed)
+    stats = learner.fit_stream(epochs, val, rng)
+    accuracy = preference_accuracy(learner.ensemble, test) if test else math.nan
+    return learner, FitResult(stats.n_train, len(test), accuracy, _pearson(learner, test))
+
+
 def reward_main(cmd: RewardCommand) -> None:
     from rlhf.datasets import read_info, read_preferences
 
     dataset = Path(cmd.dataset)
     info = read_info(dataset)
     torch.set_num_threads(1)
-    learner, result = fit_offline(
-        read_preferences(dataset), cmd.reward_model, cmd.test_fraction, cmd.seed
-    )
-    state = learner.state_dict() | {"env_id": info.get("env_id"), "dataset": str(dataset)}
+    if cmd.workers < 0 or cmd.max_held_out < 1:
+        raise ConfigError("--workers must be >= 0 and --max-held-out >= 1")
+    lazy = cmd.lazy or info.get("counts", {}).get("labels", 0) > LAZY_ABOVE
+    if lazy:
+        learner, result = fit_lazy(
+            dataset, cmd.reward_model, cmd.test_fraction, cmd.seed, cmd.workers, cmd.max_held_out
+        )
+    else:
+        learner, result = fit_offline(
+            read_preferences(dataset), cmd.reward_model, cmd.test_fraction, cmd.seed
+        )
+    # The held-out figures travel with the reward (as the run's own figures do in its summary).
+    state = learner.state_dict() | {
+        "env_id": info.get("env_id"),
+        "dataset": str(dataset),
+        "fit": dataclasses.asdict(result) | {"lazy": lazy},
+    }
     out = Path(cmd.out)
     tmp = out.with_name(f".{out.name}.tmp")
     torch.save(state, tmp)

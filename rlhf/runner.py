@@ -17,6 +17,7 @@ TensorBoard curves continue from the checkpoint's step.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -48,6 +49,8 @@ from rlhf.run_dir import (
     trainer_lock,
     write_config,
 )
+from rlhf.saved_reward import load_saved_reward
+from rlhf.seed_labels import check_labels_source
 from rlhf.status import Phase
 
 _INTERRUPT_GRACE = 3.0
@@ -67,8 +70,16 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
         ConfigError: a bad configuration, or nothing to resume (a one-line message).
     """
     cfg.validate()
+    cfg = _absolute_paths(cfg)  # config.json must name the same files from any directory
     plan = preflight(cfg)  # what cannot work is one line, before a run directory exists
     torch.set_num_threads(cfg.torch_threads)
+    if reward_fn is None and cfg.reward_model_file is not None:
+        env = plan.env
+        reward_fn = load_saved_reward(
+            Path(cfg.reward_model_file), cfg.env_id, env.obs_dim, env.act_dim
+        )
+    elif cfg.labels_from is not None and cfg.resume is None:  # a resumed run has them already
+        check_labels_source(Path(cfg.labels_from), cfg.env_id)
     state = _resume_state(cfg)
     if state is None:
         run_dir, progress = create_run_dir(cfg), Progress()
@@ -92,6 +103,11 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
             logger.message(f"resuming {run_dir.root} at step {progress.env_steps:,}")
         return _live(t)
     raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
+
+
+def _absolute_paths(cfg: Config) -> Config:
+    files = {"reward_model_file": cfg.reward_model_file, "labels_from": cfg.labels_from}
+    return replace(cfg, **{k: str(Path(v).resolve()) for k, v in files.items() if v is not None})
 
 
 def _resume_state(cfg: Config) -> dict | None:

@@ -81,7 +81,7 @@ def test_the_files_are_plain_parquet_with_the_documented_columns(
     first = next(iter(segments.values()))
     assert first.obs.shape == (25, 3) and first.qpos.shape[0] == 25
     info = json.loads((tmp_path / "d" / "dataset.json").read_text())
-    assert info["format"] == "rlhf-preferences" and info["schema_version"] == 1
+    assert info["format"] == "rlhf-preferences" and info["schema_version"] == 2
 
 
 def test_bad_input_is_one_line_and_changes_nothing(source: Path, tmp_path: Path) -> None:
@@ -157,3 +157,129 @@ def test_cli_reward_fit_saves_a_loadable_reward(tmp_path: Path, capsys) -> None:
     learner = RewardLearner.from_state_dict(state)
     assert learner.fitted_on == 48 and state["env_id"] is None
     assert learner.score(np.zeros((2, 3), np.float32), np.zeros((2, 1), np.float32)).shape == (2,)
+
+
+def _physics_store(path: Path) -> list[Pair]:
+    """Pairs of MuJoCo-like segments (qpos and qvel of width 2 and 3), some ending in an
+    absorbing state, labelled by two named labellers."""
+    rng = np.random.default_rng(3)
+
+    def segment(absorbing: int) -> Segment:
+        obs = rng.normal(size=(8, 4)).astype(np.float32)
+        obs[8 - absorbing :] = 0
+        return Segment(
+            obs=obs,
+            actions=rng.uniform(-1, 1, (8, 2)).astype(np.float32),
+            true_rewards=rng.normal(size=8).astype(np.float32),
+            qpos=rng.normal(size=(8, 2)),
+            qvel=rng.normal(size=(8, 3)),
+            env_id="HalfCheetah-v5",
+            start_step=int(rng.integers(1000)),
+            absorbing=absorbing,
+        )
+
+    pairs = [Pair(segment(i % 3), segment(0)) for i in range(6)]
+    store = LabelStore(path / "labels.sqlite")
+    ids = store.add_pairs(pairs)
+    for i, pair_id in enumerate(ids[:5]):
+        store.mark_video(pair_id, "ready", f"{pair_id}.mp4")
+        answer = list(Answer)[i % 4]
+        store.add_label(pair_id, answer, labeller=f"ann{i % 2}", response_ms=100 + i)
+    store.close()
+    return pairs
+
+
+def test_segments_are_a_minari_dataset_that_minari_reads(tmp_path: Path) -> None:
+    minari = pytest.importorskip("minari")
+    pairs = _physics_store(tmp_path / "run")
+    export_run(tmp_path / "run", tmp_path / "d")
+    info = json.loads((tmp_path / "d" / "dataset.json").read_text())
+    path = tmp_path / "d" / info["minari"]["path"]
+    episodes = list(minari.MinariDataset(str(path)).iterate_episodes())
+    assert len(episodes) == 12  # one per segment
+    index = pq.read_table(tmp_path / "d" / "segments.parquet").to_pylist()
+    first = pairs[0].left  # segment 1 is episode 0
+    ep = episodes[index[0]["episode_id"]]
+    assert ep.observations.shape == (9, 4) and np.array_equal(ep.observations[:8], first.obs)
+    assert np.array_equal(ep.observations[8], first.obs[7])  # T + 1: the last one repeated
+    assert np.array_equal(ep.rewards, first.true_rewards)
+    assert np.array_equal(ep.infos["qpos"][:8], first.qpos)
+    assert np.array_equal(ep.infos["qvel"][:8], first.qvel)
+    ended = pairs[1].left  # absorbing == 1: the episode ended inside the segment
+    ep = episodes[index[2]["episode_id"]]
+    assert ep.terminations[-1] and not ep.truncations.any() and index[2]["absorbing"] == 1
+    assert not episodes[index[0]["episode_id"]].terminations.any()
+    assert episodes[index[0]["episode_id"]].truncations[-1]
+    assert np.array_equal(ep.actions, ended.actions)
+    labels = pq.read_table(tmp_path / "d" / "labels.parquet").to_pylist()
+    # A label names its segments by (episode id, start, length), as offline datasets do.
+    assert (labels[0]["left_episode"], labels[0]["left_start"], labels[0]["left_length"]) == (
+        0,
+        0,
+        8,
+    )
+    assert "MINARI_DATASETS_PATH" not in __import__("os").environ
+
+
+def test_round_trip_is_bit_exact_with_physics_absorbing_and_labellers(tmp_path: Path) -> None:
+    _physics_store(tmp_path / "run")
+    export_run(tmp_path / "run", tmp_path / "a")
+    import_dataset(tmp_path / "a", tmp_path / "copy")
+    export_run(tmp_path / "copy", tmp_path / "b")
+    for name in ("segments.parquet", "pairs.parquet", "labels.parquet"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    a, b = read_segments(tmp_path / "a"), read_segments(tmp_path / "b")
+    original = LabelStore(tmp_path / "run" / "labels.sqlite")
+    assert sorted(a) == sorted(b) and len(a) == 12
+    for seg_id, seg in a.items():
+        for other in (b[seg_id], original.get_segment(seg_id)):
+            for field in ("obs", "actions", "true_rewards", "qpos", "qvel"):
+                x, y = getattr(seg, field), getattr(other, field)
+                assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y)
+            assert (seg.env_id, seg.start_step, seg.absorbing) == (
+                other.env_id,
+                other.start_step,
+                other.absorbing,
+            )
+    copy = LabelStore(tmp_path / "copy" / "labels.sqlite")
+    assert copy.labels() == original.labels()
+    assert {label.labeller for label in copy.labels()} == {"ann0", "ann1"}
+    assert copy.counts().pairs == 6  # the unlabelled pair too
+
+
+def _as_version_1(dataset: Path) -> None:
+    """Rewrite a dataset the way schema 1 stored it: arrays in segments.parquet, no Minari."""
+    import shutil
+
+    segments = read_segments(dataset)
+    rows = [
+        {"id": i, "env_id": s.env_id, "start_step": s.start_step, "absorbing": s.absorbing}
+        | {k: getattr(s, k).tolist() for k in ("obs", "actions", "true_rewards", "qpos", "qvel")}
+        for i, s in segments.items()
+    ]
+    pq.write_table(__import__("pyarrow").Table.from_pylist(rows), dataset / "segments.parquet")
+    shutil.rmtree(dataset / "minari")
+    info = json.loads((dataset / "dataset.json").read_text())
+    (dataset / "dataset.json").write_text(json.dumps(info | {"schema_version": 1}))
+
+
+def test_a_schema_1_dataset_still_imports(tmp_path: Path) -> None:
+    _physics_store(tmp_path / "run")
+    export_run(tmp_path / "run", tmp_path / "d")
+    _as_version_1(tmp_path / "d")
+    import_dataset(tmp_path / "d", tmp_path / "copy")
+    original = LabelStore(tmp_path / "run" / "labels.sqlite")
+    copy = LabelStore(tmp_path / "copy" / "labels.sqlite")
+    assert copy.labels() == original.labels()
+    for seg_id in range(1, 13):
+        assert np.array_equal(copy.get_segment(seg_id).qvel, original.get_segment(seg_id).qvel)
+    assert len(read_preferences(tmp_path / "d")) == 4  # one skip of five labels
+
+
+def test_without_minari_export_says_how_to_install_it(tmp_path: Path, monkeypatch, capsys) -> None:
+    _physics_store(tmp_path / "run")
+    monkeypatch.setitem(sys.modules, "minari", None)
+    with pytest.raises(SystemExit):
+        main(["export", str(tmp_path / "run"), str(tmp_path / "e")])
+    err = capsys.readouterr().err
+    assert "minari" in err and "pip install 'rlhf[data]'" in err and err.count("\n") == 1

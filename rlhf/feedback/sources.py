@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rlhf.config import TeacherConfig, VideoConfig, WebConfig
+from rlhf.seed_labels import imported_pairs
 from rlhf.store import LabelStore
 from rlhf.types import Pair
 
@@ -116,7 +117,8 @@ class HumanSource:
                 f"the render worker stopped (exit code {worker.exitcode}), so no pair can be shown"
             )
         counts = self.store.counts()
-        if counts.pairs and counts.failed == counts.pairs:
+        asked = counts.pairs - imported_pairs(self.store)  # --labels-from pairs have no video
+        if asked and counts.failed == asked:
             return f"every video failed to render ({self._last_render_error()})"
         return None
 

@@ -16,6 +16,7 @@ import torch
 
 from rlhf.config import RewardConfig
 from rlhf.reward.model import RewardEnsemble
+from rlhf.reward.stream_train import Epochs, train_ensemble_streaming
 from rlhf.reward.train import TrainStats, train_ensemble
 from rlhf.types import Pair, Preference
 
@@ -68,6 +69,15 @@ class RewardLearner:
         """One training round on all of ``prefs`` (warm-started from the current weights)."""
         self.stats = train_ensemble(self.ensemble, prefs, self.cfg, rng)
         self.fitted_on = len(prefs)
+        return self.stats
+
+    def fit_stream(
+        self, epochs: Epochs, val: list[Preference], rng: np.random.Generator
+    ) -> TrainStats:
+        """One training round on labels streamed from disk, pass by pass (see
+        :mod:`rlhf.reward.stream_train`); ``val`` is the held-out share kept in memory."""
+        self.stats = train_ensemble_streaming(self.ensemble, epochs, val, self.cfg, rng)
+        self.fitted_on = self.stats.n_train + self.stats.n_val
         return self.stats
 
     def score(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:

@@ -1,0 +1,192 @@
+"""Labels and rewards that outlive a run: ``rlhf train --reward-model`` and ``--labels-from``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from rlhf.cli import main
+from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig
+from rlhf.datasets import export_run
+from rlhf.runner import run
+from rlhf.store import LabelStore
+from rlhf.sweep.worker import read_curve
+
+pytest.importorskip("pyarrow.parquet")
+pytest.importorskip("minari")
+
+
+def _cheetah(runs: Path, name: str, steps: int, **kw) -> Config:
+    return Config(
+        env_id="HalfCheetah-v5",
+        total_timesteps=steps,
+        feedback="synthetic",
+        runs_dir=str(runs),
+        run_name=name,
+        progress=False,
+        seed=kw.pop("seed", 1),
+        **kw,
+    )
+
+
+@pytest.mark.timeout(240)
+def test_a_reward_fitted_offline_from_an_exported_run_lets_ppo_improve_halfcheetah(
+    tmp_path: Path, capsys
+) -> None:
+    runs = tmp_path / "runs"
+    # A labelled run (synthetic teacher), its labels exported and a reward fitted offline ...
+    run(_cheetah(runs, "src", 20480, query=QueryConfig(total_labels=500, segment_length=50)))
+    export_run(runs / "src", tmp_path / "d")
+    main(["reward", "fit", str(tmp_path / "d"), "--out", str(tmp_path / "r.pt")])
+    assert "held-out accuracy" in capsys.readouterr().out
+    # ... that a fresh PPO run trains on without asking a label.
+    summary = run(_cheetah(runs, "reuse", 40960, seed=2, reward_model_file=str(tmp_path / "r.pt")))
+    assert not (runs / "reuse" / "labels.sqlite").exists()
+    stored = json.loads((runs / "reuse" / "config.json").read_text())
+    assert stored["reward_model_file"] == str((tmp_path / "r.pt").resolve())
+    returns = [r for _, r in read_curve(runs / "reuse" / "tb")]
+    assert len(returns) >= 20
+    first, last = np.mean(returns[:5]), np.mean(returns[-5:])  # 1000-step episodes
+    assert last > first + 100, (first, last, summary, returns)
+
+
+@pytest.fixture(scope="module")
+def pendulum(tmp_path_factory) -> Path:
+    """A finished Pendulum-v1 run with 12 synthetic labels (and its reward_model.pt)."""
+    runs = tmp_path_factory.mktemp("runs")
+    run(_pendulum(runs, "src", total_labels=12))
+    return runs / "src"
+
+
+def _pendulum(runs: Path, name: str, total_labels: int, **kw) -> Config:
+    return Config(
+        env_id="Pendulum-v1",
+        total_timesteps=1024,
+        feedback="synthetic",
+        runs_dir=str(runs),
+        run_name=name,
+        progress=False,
+        ppo=PPOConfig(num_steps=512, num_minibatches=4, update_epochs=1),
+        query=QueryConfig(total_labels=total_labels, segment_length=25),
+        **kw,
+    )
+
+
+def test_a_runs_own_reward_model_trains_a_new_run_and_a_foreign_one_is_refused(
+    pendulum: Path, tmp_path: Path, capsys
+) -> None:
+    saved = pendulum / "checkpoints" / "reward_model.pt"
+    assert torch.load(saved, weights_only=True)["env_id"] == "Pendulum-v1"
+    summary = run(_pendulum(tmp_path, "reuse", 12, reward_model_file=str(saved)))
+    assert summary.status == "finished" and summary.labels_used == 0
+    main(["train", "--resume", str(tmp_path / "reuse"), "--total-timesteps", "2048"])
+    resumed = json.loads((tmp_path / "reuse" / "summary.json").read_text())
+    assert resumed["env_steps"] == 2048 and resumed["sessions"] == 2
+    stored = json.loads((tmp_path / "reuse" / "config.json").read_text())
+    assert stored["reward_model_file"] == str(saved.resolve())  # resume kept it
+    assert not (tmp_path / "reuse" / "labels.sqlite").exists()
+    for argv, says in (
+        (["--env-id", "HalfCheetah-v5"], "was fitted on Pendulum-v1, not --env-id HalfCheetah-v5"),
+        (["--reward", "env"], "--reward-model needs --reward learned"),
+    ):
+        with pytest.raises(SystemExit):
+            main(["train", "--reward-model", str(saved), "--runs-dir", str(tmp_path), *argv])
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1, err
+    state = torch.load(saved, weights_only=True)
+    state.pop("env_id")
+    state["weights"] = {}
+    torch.save(state, tmp_path / "broken.pt")
+    with pytest.raises(ConfigError, match="is not a saved reward model"):
+        run(_pendulum(tmp_path, "x", 12, reward_model_file=str(tmp_path / "broken.pt")))
+    with pytest.raises(ConfigError, match="no such file"):
+        run(_pendulum(tmp_path, "y", 12, reward_model_file=str(tmp_path / "none.pt")))
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_a_reward_for_other_sizes_is_refused(pendulum: Path, tmp_path: Path) -> None:
+    state = torch.load(pendulum / "checkpoints" / "reward_model.pt", weights_only=True)
+    torch.save(state | {"env_id": None}, tmp_path / "r.pt")  # e.g. fitted on a toy dataset
+    cfg = _cheetah(tmp_path, "z", 2048, reward_model_file=str(tmp_path / "r.pt"))
+    with pytest.raises(
+        ConfigError, match="takes 3 observations and 1 actions; HalfCheetah-v5 has 17"
+    ):
+        run(cfg)
+
+
+def _used_labels(run_dir: Path) -> list[float]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir / "tb"), size_guidance={"scalars": 0})
+    events.Reload()
+    return [e.value for e in events.Scalars("labels/used")]
+
+
+@pytest.mark.parametrize("via", ["run", "dataset"])
+def test_labels_from_an_earlier_run_seed_a_new_one(
+    pendulum: Path, tmp_path: Path, via: str
+) -> None:
+    source = pendulum
+    if via == "dataset":
+        export_run(pendulum, tmp_path / "d")
+        source = tmp_path / "d"
+    summary = run(_pendulum(tmp_path, "seeded", 6, labels_from=str(source)))
+    store = LabelStore(tmp_path / "seeded" / "labels.sqlite")
+    labels = store.labels()
+    imported = [label for label in labels if label.source == "import"]
+    old = LabelStore(pendulum / "labels.sqlite").labels()
+    assert len(imported) == 12 and len(labels) == 18  # the schedule asked its own 6 on top
+    assert [label.answer for label in imported] == [label.answer for label in old]
+    assert [label.created_at for label in imported] == [label.created_at for label in old]
+    first = store.get_pair(imported[0].pair_id).left
+    was = LabelStore(pendulum / "labels.sqlite").get_pair(old[0].pair_id).left
+    assert np.array_equal(first.obs, was.obs) and np.array_equal(first.qpos, was.qpos)
+    assert _used_labels(tmp_path / "seeded")[0] >= 12  # trained on them from the first round
+    assert summary.labels_used == 18
+    assert store.get_meta("labels_from")["pairs"] == 12
+
+
+def test_labels_from_another_env_are_refused_in_one_line(
+    pendulum: Path, tmp_path: Path, capsys
+) -> None:
+    with pytest.raises(SystemExit):
+        main(
+            [
+                "train",
+                "--env-id",
+                "HalfCheetah-v5",
+                "--labels-from",
+                str(pendulum),
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--feedback",
+                "synthetic",
+            ]
+        )
+    err = capsys.readouterr().err
+    assert (
+        "--labels-from" in err
+        and "holds labels for Pendulum-v1, not --env-id HalfCheetah-v5" in err
+    )
+    assert err.count("\n") == 1 and not (tmp_path / "runs").exists()
+    with pytest.raises(SystemExit):
+        main(["train", "--reward", "env", "--labels-from", str(pendulum)])
+    assert "--labels-from needs --reward learned" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="neither a run directory"):
+        run(_pendulum(tmp_path, "n", 6, labels_from=str(tmp_path)))
+
+
+def test_a_resumed_seeded_run_copies_nothing_twice_and_asks_only_its_own_labels(
+    pendulum: Path, tmp_path: Path
+) -> None:
+    cfg = _pendulum(tmp_path, "seeded", 6, labels_from=str(pendulum))
+    run(cfg)
+    main(["train", "--resume", str(tmp_path / "seeded"), "--total-timesteps", "2048",
+          "--query.total-labels", "8", "--no-progress"])  # fmt: skip
+    labels = LabelStore(tmp_path / "seeded" / "labels.sqlite").labels()
+    assert sum(label.source == "import" for label in labels) == 12
+    assert sum(label.source != "import" for label in labels) == 8
