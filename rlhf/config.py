@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from rlhf import config_paths
+from rlhf.config_ratings import DataConfig, RatingsConfig
 
 
 class ConfigError(ValueError):
@@ -345,6 +346,9 @@ class Config:
     """Train PPO on the learned reward (RLHF) or on the true env reward (baseline)."""
     feedback: Literal["human", "synthetic"] = "human"
     """Where preference labels come from (with --reward learned)."""
+    feedback_kind: Literal["pairs", "ratings", "both"] = "pairs"
+    """What a teacher is asked: to compare two clips (pairs), to grade one clip on the
+    --ratings scale (ratings), or both, alternately."""
     feedback_wait: bool = False
     """Block PPO until the initial share of labels has arrived (human feedback)."""
     feedback_pace: bool = True
@@ -379,6 +383,10 @@ class Config:
     """Reward ensemble settings."""
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
     """Synthetic teacher settings (--feedback synthetic)."""
+    ratings: RatingsConfig = field(default_factory=RatingsConfig)
+    """The grade scale (--feedback-kind ratings or both)."""
+    data: DataConfig = field(default_factory=DataConfig)
+    """Weighted sampling of labelled data for reward training."""
     video: VideoConfig = field(default_factory=VideoConfig)
     """Video rendering settings (--feedback human)."""
     web: Annotated[WebConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=WebConfig)
@@ -408,6 +416,8 @@ class Config:
             self.web,
         ):
             section.validate()
+        self.ratings.validate(_check)
+        self.data.validate(_check)
         return self
 
     def env_kwargs_dict(self) -> dict[str, Any]:
