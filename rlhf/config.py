@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from rlhf import config_paths
-from rlhf.config_ratings import DataConfig, RatingsConfig
+from rlhf.config_ratings import DataConfig, RatingScale, RatingsConfig
 
 
 class ConfigError(ValueError):
@@ -347,8 +347,8 @@ class Config:
     feedback: Literal["human", "synthetic"] = "human"
     """Where preference labels come from (with --reward learned)."""
     feedback_kind: Literal["pairs", "ratings", "both"] = "pairs"
-    """What a teacher is asked: to compare two clips (pairs), to grade one clip on the
-    --ratings scale (ratings), or both, alternately."""
+    """What a teacher is asked: to compare two clips (pairs), to grade one clip on the grade
+    scale of --ratings.levels/--ratings.names (ratings), or both, in turn."""
     feedback_wait: bool = False
     """Block PPO until the initial share of labels has arrived (human feedback)."""
     feedback_pace: bool = True
@@ -432,6 +432,10 @@ class Config:
             repr(self.env_kwargs),
         )
         return kwargs  # type: ignore[return-value]
+
+    def rating_scale(self) -> RatingScale:
+        """The grade scale of --ratings.* (a one-line ConfigError when it is not one)."""
+        return self.ratings.scale(_check)
 
     @property
     def termination_mode(self) -> str:

@@ -141,7 +141,7 @@ class DataConfig:
     max_age: Annotated[float | None, tyro.conf.arg(metavar="AGE")] = None
     """Labels older than this (in --data.age-unit) are never drawn (None: no limit)."""
     demo_fraction: Annotated[float | None, tyro.conf.arg(metavar="FRACTION")] = None
-    """Share of each draw taken from imported labels (source "import", e.g. --labels-from),
+    """Share of each draw taken from imported labels (source "import", e.g. labels seeded from an earlier run),
     whatever their number; None: they are drawn like any other label."""
     holdout: Literal["random", "best-recent"] = "random"
     """Validation split of rated clips: random (stable as labels arrive), or the best grades of

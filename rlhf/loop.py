@@ -45,7 +45,7 @@ from rlhf.report import (
     log_reward_quality,
     trainer_status,
 )
-from rlhf.reward.select import select_pairs
+from rlhf.reward.select import select_clips, select_pairs
 from rlhf.run_dir import RunDir
 from rlhf.segments import cut_segments
 from rlhf.status import STATUS_KEY, Phase
@@ -144,10 +144,7 @@ def preference_round(
     # again, fresh. (Failed videos are not: a renderer that always fails would ask forever.)
     due = p.schedule.due(step) - (t.progress.requested - p.store.counts().retired)
     if due > 0 and len(p.pool) >= 2:
-        model = p.reward if p.reward.trained else None  # no model yet: uniform pairs
-        pairs = select_pairs(p.pool.segments(), due, q.selection, model, q.oversample, rng["query"])
-        p.feedback.request(pairs, iteration)
-        t.progress.requested += len(pairs)
+        request_queries(t, p, due, iteration)
         t.logger.scalar("labels/requested", t.progress.requested, step)
     if human and t.cfg.feedback_pace:
         wait_for_schedule(
@@ -155,12 +152,30 @@ def preference_round(
         )
     elif t.cfg.feedback_wait and not p.reward.trained:
         wait_for_first_labels(t, p)
-    labelled = p.labelled()
-    if p.reward.wants_fit(len(labelled)):
-        fit = p.reward.fit(labelled, rng["train"])
+    labelled, rated = p.labelled(), p.rated()
+    if p.reward.wants_fit(len(labelled) + len(rated)):
+        fit = p.reward.fit(labelled, rng["train"], rated)
         t.logger.scalars({**fit.metrics(), "labels/used": p.reward.fitted_on}, step)
     log_labels(t.logger, p.store.counts(), step)
     return segments
+
+
+def request_queries(t: Trainer, p: Preferences, due: int, iteration: int) -> None:
+    """Request ``due`` queries: pairs to compare, clips to grade, or (both) each in turn."""
+    q, rng = t.cfg.query, t.rngs["query"]
+    kind = t.cfg.feedback_kind
+    n_clips = {"pairs": 0, "ratings": due}.get(kind, (due + t.progress.requested % 2) // 2)
+    model = p.reward if p.reward.trained else None  # no model yet: uniform queries
+    if due - n_clips > 0:
+        pairs = select_pairs(
+            p.pool.segments(), due - n_clips, q.selection, model, q.oversample, rng
+        )
+        p.feedback.request(pairs, iteration)
+        t.progress.requested += len(pairs)
+    if n_clips > 0:
+        clips = select_clips(p.pool.segments(), n_clips, q.selection, model, q.oversample, rng)
+        p.feedback.request_ratings(clips, iteration)
+        t.progress.requested += len(clips)
 
 
 def score_rollout(
@@ -359,9 +374,9 @@ def restore(t: Trainer, state: dict) -> None:
 def final_reward_round(t: Trainer) -> None:
     """Train the reward once more on every label, those that came in after the last round too."""
     if t.prefs is not None:
-        labelled = t.prefs.labelled()
-        if t.prefs.reward.wants_fit(len(labelled), final=True):
-            t.prefs.reward.fit(labelled, t.rngs["train"])
+        labelled, rated = t.prefs.labelled(), t.prefs.rated()
+        if t.prefs.reward.wants_fit(len(labelled) + len(rated), final=True):
+            t.prefs.reward.fit(labelled, t.rngs["train"], rated)
 
 
 def save_models(t: Trainer) -> None:
