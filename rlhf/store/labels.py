@@ -36,8 +36,9 @@ class _PendingLabel:
     """One add_label call waiting for the group commit that will carry it."""
 
     args: tuple[Any, ...]
-    insert: Callable[..., bool]
-    """Writes the answer inside the batch's transaction: (connection, *args) -> new?"""
+    insert: Callable[..., bool] | None = None
+    """Writes the answer inside the batch's transaction: (connection, *args) -> new?
+    (None: a label, written by ``_insert_label``)."""
     done: threading.Event = field(default_factory=threading.Event)
     result: bool | None = None
     error: BaseException | None = None
@@ -97,7 +98,7 @@ class LabelWriter(VideoQueue):
                 for item in batch:
                     con.execute("SAVEPOINT one_label")
                     try:
-                        item.result = item.insert(con, *item.args)
+                        item.result = (item.insert or self._insert_label)(con, *item.args)
                     except Exception as exc:  # this answer alone is undone
                         con.execute("ROLLBACK TO one_label")
                         item.error = exc
