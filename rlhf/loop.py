@@ -161,21 +161,21 @@ def preference_round(
 
 
 def request_queries(t: Trainer, p: Preferences, due: int, iteration: int) -> None:
-    """Request ``due`` queries: pairs to compare, clips to grade, or (both) each in turn."""
+    """Request ``due`` queries: pairs to compare, clips to grade, or (both) one of each in turn,
+    so a person sees them mixed."""
     q, rng = t.cfg.query, t.rngs["query"]
     kind = t.cfg.feedback_kind
     n_clips = {"pairs": 0, "ratings": due}.get(kind, (due + t.progress.requested % 2) // 2)
     model = p.reward if p.reward.trained else None  # no model yet: uniform queries
-    if due - n_clips > 0:
-        pairs = select_pairs(
-            p.pool.segments(), due - n_clips, q.selection, model, q.oversample, rng
-        )
-        p.feedback.request(pairs, iteration)
-        t.progress.requested += len(pairs)
-    if n_clips > 0:
-        clips = select_clips(p.pool.segments(), n_clips, q.selection, model, q.oversample, rng)
-        p.feedback.request_ratings(clips, iteration)
-        t.progress.requested += len(clips)
+    pairs = select_pairs(p.pool.segments(), due - n_clips, q.selection, model, q.oversample, rng)
+    clips = select_clips(p.pool.segments(), n_clips, q.selection, model, q.oversample, rng)
+    step = 1 if kind == "both" else max(len(pairs), len(clips))
+    for i in range(0, max(len(pairs), len(clips)), step):
+        if pairs[i : i + step]:
+            p.feedback.request(pairs[i : i + step], iteration)
+        if clips[i : i + step]:
+            p.feedback.request_ratings(clips[i : i + step], iteration)
+    t.progress.requested += len(pairs) + len(clips)
 
 
 def score_rollout(

@@ -40,7 +40,9 @@ def test_synthetic_ratings_train_a_reward(tmp_path: Path, kind: str) -> None:
     if kind == "ratings":
         assert len(ratings) == 40 and not labels
     else:
-        assert abs(len(ratings) - len(labels)) <= 1  # asked in turn
+        assert abs(len(ratings) - len(labels)) <= 1  # asked in turn, mixed
+        kinds = [store.get_pair_record(i).kind for i in range(1, 41)]
+        assert kinds[:4] == ["pair", "rating", "pair", "rating"]
     assert {r.levels for r in ratings} == {5} and all(r.source == "synthetic" for r in ratings)
     assert store.get_meta("rating_scale")["levels"] == 5
     store.close()
