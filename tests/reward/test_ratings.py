@@ -122,3 +122,21 @@ def test_best_recent_holdout_keeps_the_newest_best_clips() -> None:
     train, val = sampling.best_recent_holdout(grades, its, 0.3)
     assert val.tolist() == [6, 7, 8] or sorted(val.tolist()) == [6, 7, 8]
     assert sorted([*train.tolist(), *val.tolist()]) == list(range(10))
+
+
+def test_member_sample_follows_the_data_settings(toy) -> None:
+    from rlhf.reward.split import member_sample
+
+    rng = np.random.default_rng(0)
+    prefs = [
+        Preference(p.pair, p.mu, LabelMeta(iteration=9, source="import"))
+        for p in toy.preferences(10, rng)
+    ]
+    clips = [Rating(toy.segment(rng), g % 5, 5, LabelMeta(iteration=9)) for g in range(40)]
+    cfg = DataConfig(min_grade=3, demo_fraction=0.5)
+    pairs, drawn = member_sample(
+        prefs, clips, np.arange(10), np.arange(40), 3, cfg, np.random.default_rng(1)
+    )
+    assert len(pairs) + len(drawn) == 50
+    assert all(clips[i].grade >= 3 for i in drawn)  # below --data.min-grade: never drawn
+    assert abs(len(pairs) / 50 - 0.5) < 0.2  # the imported pairs: half of every draw
