@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from rlhf import config_paths
+from rlhf.config_ratings import DataConfig, RatingScale, RatingsConfig
 
 
 class ConfigError(ValueError):
@@ -361,6 +362,9 @@ class Config:
     schedule (--query.total-labels) counts only the labels asked in this run."""
     feedback: Literal["human", "synthetic"] = "human"
     """Where preference labels come from (with --reward learned)."""
+    feedback_kind: Literal["pairs", "ratings", "both"] = "pairs"
+    """What a teacher is asked: to compare two clips (pairs), to grade one clip on the grade
+    scale of --ratings.levels/--ratings.names (ratings), or both, in turn."""
     feedback_wait: bool = False
     """Block PPO until the initial share of labels has arrived (human feedback)."""
     feedback_pace: bool = True
@@ -395,6 +399,10 @@ class Config:
     """Reward ensemble settings."""
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
     """Synthetic teacher settings (--feedback synthetic)."""
+    ratings: RatingsConfig = field(default_factory=RatingsConfig)
+    """The grade scale (--feedback-kind ratings or both)."""
+    data: DataConfig = field(default_factory=DataConfig)
+    """Weighted sampling of labelled data for reward training."""
     video: VideoConfig = field(default_factory=VideoConfig)
     """Video rendering settings (--feedback human)."""
     web: Annotated[WebConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=WebConfig)
@@ -431,6 +439,8 @@ class Config:
             self.web,
         ):
             section.validate()
+        self.ratings.validate(_check)
+        self.data.validate(_check)
         return self
 
     def env_kwargs_dict(self) -> dict[str, Any]:
@@ -445,6 +455,10 @@ class Config:
             repr(self.env_kwargs),
         )
         return kwargs  # type: ignore[return-value]
+
+    def rating_scale(self) -> RatingScale:
+        """The grade scale of --ratings.* (a one-line ConfigError when it is not one)."""
+        return self.ratings.scale(_check)
 
     @property
     def termination_mode(self) -> str:

@@ -45,7 +45,7 @@ from rlhf.report import (
     log_reward_quality,
     trainer_status,
 )
-from rlhf.reward.select import select_pairs
+from rlhf.reward.select import select_clips, select_pairs
 from rlhf.run_dir import RunDir
 from rlhf.seed_labels import imported_pairs
 from rlhf.segments import cut_segments
@@ -145,10 +145,7 @@ def preference_round(
     # again, fresh. (Failed videos are not: a renderer that always fails would ask forever.)
     due = p.schedule.due(step) - (t.progress.requested - p.store.counts().retired)
     if due > 0 and len(p.pool) >= 2:
-        model = p.reward if p.reward.trained else None  # no model yet: uniform pairs
-        pairs = select_pairs(p.pool.segments(), due, q.selection, model, q.oversample, rng["query"])
-        p.feedback.request(pairs, iteration)
-        t.progress.requested += len(pairs)
+        request_queries(t, p, due, iteration)
         t.logger.scalar("labels/requested", t.progress.requested, step)
     if human and t.cfg.feedback_pace:
         wait_for_schedule(
@@ -156,12 +153,30 @@ def preference_round(
         )
     elif t.cfg.feedback_wait and not p.reward.trained:
         wait_for_first_labels(t, p)
-    labelled = p.labelled()
-    if p.reward.wants_fit(len(labelled)):
-        fit = p.reward.fit(labelled, rng["train"])
+    labelled, rated = p.labelled(), p.rated()
+    if p.reward.wants_fit(len(labelled) + len(rated)):
+        fit = p.reward.fit(labelled, rng["train"], rated)
         t.logger.scalars({**fit.metrics(), "labels/used": p.reward.fitted_on}, step)
     log_labels(t.logger, p.store.counts(), step)
     return segments
+
+
+def request_queries(t: Trainer, p: Preferences, due: int, iteration: int) -> None:
+    """Request ``due`` queries: pairs to compare, clips to grade, or (both) one of each in turn,
+    so a person sees them mixed."""
+    q, rng = t.cfg.query, t.rngs["query"]
+    kind = t.cfg.feedback_kind
+    n_clips = {"pairs": 0, "ratings": due}.get(kind, (due + t.progress.requested % 2) // 2)
+    model = p.reward if p.reward.trained else None  # no model yet: uniform queries
+    pairs = select_pairs(p.pool.segments(), due - n_clips, q.selection, model, q.oversample, rng)
+    clips = select_clips(p.pool.segments(), n_clips, q.selection, model, q.oversample, rng)
+    step = 1 if kind == "both" else max(len(pairs), len(clips))
+    for i in range(0, max(len(pairs), len(clips)), step):
+        if pairs[i : i + step]:
+            p.feedback.request(pairs[i : i + step], iteration)
+        if clips[i : i + step]:
+            p.feedback.request_ratings(clips[i : i + step], iteration)
+    t.progress.requested += len(pairs) + len(clips)
 
 
 def score_rollout(
@@ -364,9 +379,9 @@ def restore(t: Trainer, state: dict) -> None:
 def final_reward_round(t: Trainer) -> None:
     """Train the reward once more on every label, those that came in after the last round too."""
     if t.prefs is not None:
-        labelled = t.prefs.labelled()
-        if t.prefs.reward.wants_fit(len(labelled), final=True):
-            t.prefs.reward.fit(labelled, t.rngs["train"])
+        labelled, rated = t.prefs.labelled(), t.prefs.rated()
+        if t.prefs.reward.wants_fit(len(labelled) + len(rated), final=True):
+            t.prefs.reward.fit(labelled, t.rngs["train"], rated)
 
 
 def save_models(t: Trainer) -> None:

@@ -24,8 +24,8 @@ from rlhf.reward.select import QuerySchedule
 from rlhf.run_dir import RunDir
 from rlhf.seed_labels import seed_labels
 from rlhf.segments import SegmentPool
-from rlhf.store import LabelStore
-from rlhf.types import Pair, Preference
+from rlhf.store import SCALE_META, LabelStore
+from rlhf.types import Pair, Preference, Rating, Segment
 
 
 @dataclass
@@ -39,10 +39,16 @@ class Preferences:
     schedule: QuerySchedule
     pair_cache: dict[int, Pair] = field(default_factory=dict)
     """Pairs read from the store so far, by id (their segments never change)."""
+    clip_cache: dict[int, Segment] = field(default_factory=dict)
+    """Rated clips read from the store so far, by query id."""
 
     def labelled(self) -> list[Preference]:
         """Every trainable label in the store (skips excluded), oldest first."""
         return self.store.preferences(self.pair_cache)
+
+    def rated(self) -> list[Rating]:
+        """Every trainable rating in the store (skips excluded), oldest first."""
+        return self.store.rated(self.clip_cache)
 
     def state_dict(self) -> dict[str, Any]:
         """The reward learner and the feedback source's own state (the store is its own record).
@@ -79,11 +85,21 @@ def open_preferences(
         copied = seed_labels(store, Path(cfg.labels_from), cfg.env_id)
         if copied:
             say(f"seeded {copied} labels from {cfg.labels_from}")
+    scale = cfg.rating_scale()
+    store.set_meta(SCALE_META, scale.to_json())  # the page draws the grade buttons from it
     env = plan.env
-    reward = RewardLearner(env.obs_dim, env.act_dim, cfg.reward_model, device, seed=cfg.seed)
+    reward = RewardLearner(
+        env.obs_dim,
+        env.act_dim,
+        cfg.reward_model,
+        device,
+        seed=cfg.seed,
+        data=cfg.data,
+        sharpness=cfg.ratings.sharpness,
+    )
     feedback: FeedbackSource
     if cfg.feedback == "synthetic":
-        feedback = SyntheticSource(cfg.teacher, store, rng_feedback)
+        feedback = SyntheticSource(cfg.teacher, store, rng_feedback, scale.levels)
     else:
         feedback = HumanSource(
             run_dir.root, store, cfg.web, cfg.video, rng_feedback, say, cfg.query.total_labels

@@ -120,10 +120,39 @@ class Preference:
     pair: Pair
     mu: float
     """Probability that the left segment is preferred: 1.0, 0.0 or 0.5 (equal)."""
+    meta: LabelMeta | None = None
+    """Where and when the label came from (weighted sampling); None: a fresh label."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.mu <= 1.0:
             raise ValueError(f"mu must be in [0, 1], got {self.mu}")
+
+
+@dataclass(frozen=True)
+class LabelMeta:
+    """Bookkeeping of a label or a rating that weighted sampling reads (no arrays)."""
+
+    iteration: int = 0
+    """PPO iteration at which the query was asked."""
+    created_at: float = 0.0
+    """When it was answered (Unix time)."""
+    source: str = ""
+    """synthetic, human, import ..."""
+
+
+@dataclass(frozen=True, eq=False)
+class Rating:
+    """A graded clip as the reward trainer consumes it (skipped clips never become a Rating)."""
+
+    segment: Segment
+    grade: int
+    """0 (worst) to ``levels - 1`` (best)."""
+    levels: int
+    meta: LabelMeta | None = None
+
+    def __post_init__(self) -> None:
+        if self.levels < 2 or not 0 <= self.grade < self.levels:
+            raise ValueError(f"grade must be in [0, {self.levels}), got {self.grade}")
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,6 +16,7 @@ figures as the last line.
     .venv/bin/python scripts/bench_rlhf.py --steps 1000000 --env-id HalfCheetah-v5 Hopper-v5 \\
         Walker2d-v5 Ant-v5 Swimmer-v5
     .venv/bin/python scripts/bench_rlhf.py --quick                           # smoke check
+    .venv/bin/python scripts/bench_rlhf.py --feedback-kind pairs ratings     # + 700 ratings
 
 Needs the bench extra (matplotlib): scripts/setup.sh bench
 """
@@ -36,6 +37,10 @@ from rlhf.sweep.worker import read_curve
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("ppo", "rlhf")
+KIND_MODES = {"pairs": "rlhf", "ratings": "ratings", "both": "both"}
+"""--feedback-kind -> the mode of its runs ("rlhf": pairs, the name results on disk already use)."""
+LEARNED = {"rlhf": "pairs", "ratings": "ratings", "both": "both"}
+"""Learned-reward mode -> the run's --feedback-kind."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,7 @@ def _train(job: Job) -> Result:
             seed=job.seed,
             reward="env" if job.mode == "ppo" else "learned",
             feedback="synthetic",
+            feedback_kind=LEARNED.get(job.mode, "pairs"),  # type: ignore[arg-type]
             runs_dir=runs,
             run_name="bench",
             progress=False,
@@ -160,22 +166,24 @@ def _plot(results: list[Result], envs: list[str], steps: int, labels: int, path:
     fig.savefig(path)
 
 
-def _row(results: list[Result], env_id: str) -> dict[str, float]:
+def _row(results: list[Result], env_id: str, modes: tuple[str, ...]) -> dict[str, float]:
     row: dict[str, float] = {}
-    for mode in MODES:
+    for mode in modes:
         mine = [r for r in results if r.job.env_id == env_id and r.job.mode == mode]
         finals = [r.final_return for r in mine]
         row[f"{mode}_return"] = statistics.mean(finals)
         row[f"{mode}_std"] = statistics.stdev(finals) if len(finals) > 1 else 0.0
         row[f"{mode}_sps"] = statistics.median(r.sps for r in mine)
     ppo = row["ppo_return"]
-    row["ratio"] = row["rlhf_return"] / ppo if ppo > 0 else float("nan")
-    accs = [
-        r.val_accuracy
-        for r in results
-        if r.job.env_id == env_id and r.job.mode == "rlhf" and r.val_accuracy is not None
-    ]
-    row["val_acc"] = statistics.mean(accs) if accs else float("nan")
+    for mode in modes[1:]:
+        suffix = "" if mode == "rlhf" else f"_{mode}"
+        row[f"ratio{suffix}"] = row[f"{mode}_return"] / ppo if ppo > 0 else float("nan")
+        accs = [
+            r.val_accuracy
+            for r in results
+            if r.job.env_id == env_id and r.job.mode == mode and r.val_accuracy is not None
+        ]
+        row[f"val_acc{suffix}"] = statistics.mean(accs) if accs else float("nan")
     return row
 
 
@@ -191,7 +199,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="results directory")
     parser.add_argument("--plot", type=Path, default=None, help="learning-curve grid (PNG)")
     parser.add_argument("--quick", action="store_true", help="20k steps, 1 seed, 100 labels")
+    parser.add_argument(
+        "--feedback-kind",
+        nargs="+",
+        choices=list(KIND_MODES),
+        default=["pairs"],
+        help="RLHF rows: pairs, and/or ratings (the same number of graded clips), and/or both",
+    )
     args = parser.parse_args()
+    modes = ("ppo", *dict.fromkeys(KIND_MODES[k] for k in args.feedback_kind))
     steps, seeds, labels = (
         (20_480, [1], 100) if args.quick else (args.steps, args.seeds, args.labels)
     )
@@ -202,7 +218,7 @@ def main() -> None:
         Job(env_id, mode, seed, steps, labels)
         for env_id in args.env_id
         for seed in seeds
-        for mode in MODES
+        for mode in modes
     ]
     done = _load(out)
     todo = [job for job in jobs if job.key not in done]
@@ -218,28 +234,38 @@ def main() -> None:
         ):
             done[result.job.key] = result
     results = [done[job.key] for job in jobs]
-    print(
-        f"\n{'env':24} {'PPO (true reward)':>18} {'RLHF':>18} {'ratio':>6} {'val acc':>7}"
-        f" {'steps/s PPO':>11} {'RLHF':>6}"
-    )
-    rows = {env_id: _row(results, env_id) for env_id in args.env_id}
-    for env_id, row in rows.items():
-        ppo = f"{row['ppo_return']:.0f} ± {row['ppo_std']:.0f}"
-        rlhf = f"{row['rlhf_return']:.0f} ± {row['rlhf_std']:.0f}"
-        print(
-            f"{env_id:24} {ppo:>18} {rlhf:>18} {row['ratio']:>6.2f} {row['val_acc']:>7.2f}"
-            f" {row['ppo_sps']:>11.0f} {row['rlhf_sps']:>6.0f}"
-        )
-    if not args.quick:
+    rows = {env_id: _row(results, env_id, modes) for env_id in args.env_id}
+    _table(rows, modes)
+    if not args.quick and modes == MODES:
         _plot(results, args.env_id, steps, labels, plot)
         print(f"plot: {plot}")
-    ratios = " ".join(f"ratio_{e.split('-')[0]}={r['ratio']:.2f}" for e, r in rows.items())
+    figures = []
+    for mode in modes[1:]:
+        key = "ratio" if mode == "rlhf" else f"ratio_{mode}"
+        figures += [f"{key}_{e.split('-')[0]}={r[key]:.2f}" for e, r in rows.items()]
     # An env where PPO itself ends below zero has no ratio (nan); it is left out of the minimum.
-    finite = [r["ratio"] for r in rows.values() if np.isfinite(r["ratio"])]
+    finite = [r["ratio"] for r in rows.values() if "ratio" in r and np.isfinite(r["ratio"])]
     print(
-        f"{ratios} min_ratio={min(finite, default=float('nan')):.2f}"
+        f"{' '.join(figures)} min_ratio={min(finite, default=float('nan')):.2f}"
         f" steps={steps} seeds={len(seeds)} labels={labels}"
     )
+
+
+def _table(rows: dict[str, dict[str, float]], modes: tuple[str, ...]) -> None:
+    """One row per env: final true return of each mode, its ratio to PPO and held-out accuracy
+    (ratings runs: accuracy on held-out pairs is NaN, they have none), steps/s."""
+    names = {"ppo": "PPO (true reward)", "rlhf": "RLHF pairs", "ratings": "RLHF ratings"}
+    head = f"\n{'env':24}" + "".join(f" {names.get(m, 'RLHF ' + m):>18}" for m in modes)
+    head += "".join(f" {'ratio ' + m:>13} {'val acc':>7}" for m in modes[1:])
+    print(head + "".join(f" {'sps ' + m:>12}" for m in modes))
+    for env_id, row in rows.items():
+        line = f"{env_id:24}" + "".join(
+            f" {row[m + '_return']:>10.0f} ± {row[m + '_std']:<5.0f}" for m in modes
+        )
+        for m in modes[1:]:
+            suffix = "" if m == "rlhf" else f"_{m}"
+            line += f" {row['ratio' + suffix]:>13.2f} {row['val_acc' + suffix]:>7.2f}"
+        print(line + "".join(f" {row[m + '_sps']:>12.0f}" for m in modes))
 
 
 if __name__ == "__main__":

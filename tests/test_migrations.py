@@ -140,7 +140,13 @@ def test_migrations_open_the_store_that_shipped_before_versions_unchanged(
     assert store.get_pair_record(1).swapped is True
     store.close()
 
-    assert _dump(path) == before  # every row, and the schema itself, as they were
+    after = _dump(path)
+    # Every row as it was; migration 2 gives each pair the kind 'pair' (and adds ratings).
+    assert after["pairs"] == [(*row, "pair") for row in before["pairs"]]
+    assert {t: after[t] for t in TABLES if t != "pairs"} == {
+        t: before[t] for t in TABLES if t != "pairs"
+    }
+    assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM ratings").fetchone() == (0,)
     con = sqlite3.connect(path)
     assert user_version(con) == LATEST_VERSION
     con.close()
@@ -153,9 +159,12 @@ def test_a_new_file_gets_the_latest_schema_which_v1_matches_the_shipped_one(
     con = sqlite3.connect(tmp_path / "old.sqlite")
     con.executescript(OLD_SCHEMA)
     con.close()
+    v1 = _dump(tmp_path / "old.sqlite")
+    LabelStore(tmp_path / "old.sqlite").close()  # the shipped schema, migrated to the latest
     new, old = _dump(tmp_path / "new.sqlite"), _dump(tmp_path / "old.sqlite")
-    assert LATEST_VERSION == 1  # a v2 migration must replace this comparison with its own
+    assert LATEST_VERSION == 2  # a v3 migration must replace this comparison with its own
     assert sorted(new["schema"]) == sorted(old["schema"])
+    assert {name for _, name, _ in v1["schema"]} < {name for _, name, _ in new["schema"]}
     con = sqlite3.connect(tmp_path / "new.sqlite")
     assert user_version(con) == LATEST_VERSION
     con.close()

@@ -95,9 +95,11 @@ def test_taking_the_trainer_lock_removes_what_a_killed_writer_left(tmp_path: Pat
         assert all(p.exists() for p in kept)
         # A second trainer is refused before it can touch the first one's files in flight.
         orphans[0].write_bytes(b"in flight")
-        with pytest.raises(ConfigError, match="being trained by another process"):
-            with trainer_lock(run):
-                pass
+        with (
+            pytest.raises(ConfigError, match="being trained by another process"),
+            trainer_lock(run),
+        ):
+            pass
         assert orphans[0].exists()
 
 

@@ -14,6 +14,7 @@
 // An ES module (strict by default): dom.js holds the DOM helpers, status.js what the page says
 // about the trainer (task, when learning starts, pacing waits, ETA, the finished screen).
 import { $, setText } from "./dom.js";
+import { gradeOfKey, gradeText, isRating, renderGrades } from "./ratings.js";
 import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status.js";
 
 (() => {
@@ -236,14 +237,18 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
   }
 
   // -- answers and the outbox ------------------------------------------------------------------------
-  function answer(value) {
+  function answer(value, grade) {
     const pair = state.current;
     if (!pair || state.denied || state.ended) return;
+    // A clip to rate takes a grade (or a skip: grade null), a pair anything but a grade.
+    if (isRating(pair) !== (value === "grade" || (value === "skip" && isRating(pair)))) return;
     const failed = state.failed.has(pair.pair_id);
     if (value !== "skip" && failed) return;
     const shownFor = performance.now() - state.shownAt;
     if (shownFor < MIN_VIEW_MS && !failed) return;
-    state.outbox.push({ kind: "label", pair, answer: value, response_ms: Math.round(shownFor) });
+    const op = { kind: "label", pair, answer: value, response_ms: Math.round(shownFor) };
+    if (isRating(pair)) op.grade = value === "skip" ? null : grade;
+    state.outbox.push(op);
     saveOutbox();
     advance();
     pump();
@@ -274,11 +279,7 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
     try {
       res =
         op.kind === "label"
-          ? await api("POST", "/api/label", {
-              pair_id: op.pair.pair_id,
-              answer: op.answer,
-              response_ms: op.response_ms,
-            })
+          ? await api("POST", "/api/label", labelBody(op))
           : await api("POST", "/api/undo", {});
     } catch (err) {
       res = null; // network failure: keep it queued
@@ -296,6 +297,13 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
     pump();
   }
 
+  function labelBody(op) {
+    const body = { pair_id: op.pair.pair_id, response_ms: op.response_ms };
+    if (op.grade !== undefined) body.grade = op.grade; // a clip's grade (null: skipped)
+    else body.answer = op.answer;
+    return body;
+  }
+
   function retryLater() {
     const backoff = Math.min(Math.max(500, state.retryMs * 2), MAX_RETRY_MS);
     state.retryMs = state.ended && !state.serverGone ? END_RETRY_MS : backoff;
@@ -307,7 +315,8 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
     const id = op.pair.pair_id;
     if (res.ok) {
       if (typeof res.data.labels_done === "number") state.labelsDone = res.data.labels_done;
-      toast("Saved #" + id + ": " + ANSWER_TEXT[op.answer] + " \u2713");
+      const said = op.grade !== undefined ? gradeText(op) : ANSWER_TEXT[op.answer];
+      toast("Saved #" + id + ": " + said + " \u2713");
     } else if (res.status === 409) {
       toast("Pair #" + id + " already had a different answer; the first one was kept.", "error", 4000);
     } else if (res.status === 404) {
@@ -335,7 +344,7 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
   function saveOutbox() {
     const labels = state.outbox
       .filter((op) => op.kind === "label")
-      .map(({ pair, answer, response_ms }) => ({ kind: "label", pair, answer, response_ms }));
+      .map(({ pair, answer, response_ms, grade }) => ({ kind: "label", pair, answer, response_ms, grade }));
     try {
       if (labels.length) localStorage.setItem(OUTBOX_KEY, JSON.stringify(labels));
       else localStorage.removeItem(OUTBOX_KEY);
@@ -443,7 +452,8 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
     $("btn-undo").disabled = !!state.denied;
     $("play").disabled = !playable;
     $("scrub").disabled = !playable;
-    setText("pair-id", pair ? "pair #" + pair.pair_id : "");
+    renderGrades(pair, playable, (grade) => answer("grade", grade));
+    setText("pair-id", pair ? (isRating(pair) ? "clip #" : "pair #") + pair.pair_id : "");
     $("screen").dataset.pairId = pair ? String(pair.pair_id) : "";
     renderOutbox();
   }
@@ -510,6 +520,8 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
     const tag = e.target.tagName;
     const onRange = tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA";
     const onButton = tag === "BUTTON";
+    const grade = onRange ? null : gradeOfKey(e.key, state.current);
+    if (grade !== null) return () => answer("grade", grade);
     switch (e.key) {
       case "ArrowLeft":
         return onRange ? null : () => answer("left");

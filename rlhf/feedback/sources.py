@@ -18,13 +18,17 @@ import numpy as np
 from rlhf.config import TeacherConfig, VideoConfig, WebConfig
 from rlhf.seed_labels import imported_pairs
 from rlhf.store import LabelStore
-from rlhf.types import Pair
+from rlhf.types import Pair, Segment
 
 
 class FeedbackSource(Protocol):
     """Takes pairs to be labelled; the labels always end up in the store."""
 
     def request(self, pairs: list[Pair], iteration: int) -> None: ...
+
+    def request_ratings(self, segments: list[Segment], iteration: int) -> None:
+        """Ask for a grade of each clip (on the run's scale)."""
+        ...
 
     def waiting_note(self) -> str:
         """Where the requested labels stand, for a person waiting on them (one clause)."""
@@ -44,15 +48,27 @@ class FeedbackSource(Protocol):
 class SyntheticSource:
     """Labels pairs at once with a B-Pref simulated teacher (true env reward)."""
 
-    def __init__(self, cfg: TeacherConfig, store: LabelStore, rng: np.random.Generator) -> None:
+    def __init__(
+        self, cfg: TeacherConfig, store: LabelStore, rng: np.random.Generator, levels: int = 7
+    ) -> None:
+        from rlhf.feedback.rating_teacher import RatingTeacher
         from rlhf.feedback.teachers import SyntheticTeacher
 
         self.teacher = SyntheticTeacher(cfg, rng)
+        # The same stream (saved with the run's rngs): a run that asks for no ratings draws
+        # exactly what it drew before ratings existed.
+        self.rater = RatingTeacher(cfg, levels, rng)
         self.store = store
 
     def request(self, pairs: list[Pair], iteration: int) -> None:
         answers = self.teacher.label(pairs)
         self.store.add_pairs_with_labels(pairs, answers, source="synthetic", iteration=iteration)
+
+    def request_ratings(self, segments: list[Segment], iteration: int) -> None:
+        grades = self.rater.grade(segments)
+        self.store.add_rated_clips(
+            segments, grades, self.rater.levels, source="synthetic", iteration=iteration
+        )
 
     def waiting_note(self) -> str:
         return "the synthetic teacher answers at once"
@@ -62,10 +78,11 @@ class SyntheticSource:
 
     def state_dict(self) -> dict[str, Any]:
         # The teacher's thresholds scale with the range of returns it has seen so far.
-        return {"lo": self.teacher.lo, "hi": self.teacher.hi}
+        return {"lo": self.teacher.lo, "hi": self.teacher.hi, "rated": list(self.rater.seen)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.teacher.lo, self.teacher.hi = float(state["lo"]), float(state["hi"])
+        self.rater.seen = [float(x) for x in state.get("rated", [])]
 
     def close(self, grace: float = 0.0) -> None:
         pass
@@ -100,6 +117,9 @@ class HumanSource:
         from rlhf.feedback.human import queue_for_humans
 
         queue_for_humans(self.store, pairs, self.rng, iteration)
+
+    def request_ratings(self, segments: list[Segment], iteration: int) -> None:
+        self.store.add_rating_queries(segments, iteration)
 
     def waiting_note(self) -> str:
         counts = self.store.counts()

@@ -80,9 +80,13 @@ def write_pair_video(
     The file is written under a temporary name in the same directory and moved into place with
     ``os.replace``, so a reader never sees a half-written video.
     """
+    return write_video(compose_pair(left_frames, right_frames, labels), path, fps, crf)
+
+
+def write_video(frames: np.ndarray, path: str | os.PathLike, fps: float, crf: int = 23) -> Path:
+    """Write (T, H, W, 3) uint8 frames (H, W even) as an H.264 MP4, atomically."""
     import imageio_ffmpeg
 
-    frames = compose_pair(left_frames, right_frames, labels)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp.mp4", dir=path.parent)
@@ -132,6 +136,26 @@ def render_pair_video(
         clips.append(segment_frames(renderer, segment))
     fps = renderers[pair.left.env_id].fps
     return write_pair_video(clips[0], clips[1], path, fps, labels)
+
+
+def render_clip_video(
+    segment: Segment,
+    path: str | os.PathLike,
+    cfg: VideoConfig,
+    renderers: MutableMapping[str, Renderer] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+) -> Path:
+    """Render one segment (a clip to grade) to its own video, captioned "RATE"."""
+    renderers = renderers if renderers is not None else {}
+    renderer = renderers.get(segment.env_id)
+    if renderer is None:
+        renderer = renderers[segment.env_id] = make_renderer(segment.env_id, cfg, env_kwargs)
+    clip = segment_frames(renderer, segment)
+    steps, height, width = clip.shape[:3]
+    frames = np.zeros((steps, height + height % 2, width + width % 2, 3), dtype=np.uint8)
+    frames[:, :height, :width] = clip
+    draw_caption(frames, "RATE", 0)
+    return write_video(frames, path, renderer.fps)
 
 
 def segment_frames(renderer: Renderer, segment: Segment) -> np.ndarray:

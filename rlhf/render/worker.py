@@ -23,8 +23,8 @@ from types import TracebackType
 from rlhf.config import VideoConfig
 from rlhf.envs.make import ENV_KWARGS_META
 from rlhf.render.gl import _settle_gl_backend, probe_gl_backend, select_gl_backend
-from rlhf.render.video import Renderer, render_pair_video
-from rlhf.store import VIDEO_FAILED, VIDEO_PENDING, VIDEO_READY, LabelStore, PairRecord
+from rlhf.render.video import Renderer, render_clip_video, render_pair_video
+from rlhf.store import RATING, VIDEO_FAILED, VIDEO_PENDING, VIDEO_READY, LabelStore, PairRecord
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +66,13 @@ def render_one(
     try:
         # The run's env kwargs (e.g. another model file) make the renderer draw the same robot.
         kwargs = store.get_meta(ENV_KWARGS_META)
-        render_pair_video(
-            store.get_pair(record.id), path, cfg, renderers, env_kwargs=kwargs or None
-        )
+        if record.kind == RATING:  # one clip to grade: left and right are the same segment
+            segment = store.get_segment(record.left_segment)
+            render_clip_video(segment, path, cfg, renderers, env_kwargs=kwargs or None)
+        else:
+            render_pair_video(
+                store.get_pair(record.id), path, cfg, renderers, env_kwargs=kwargs or None
+            )
     except Exception as exc:  # whatever is wrong with one pair is recorded, never fatal
         store.mark_video(record.id, VIDEO_FAILED, error=one_line(exc))
         return False

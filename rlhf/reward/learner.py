@@ -15,10 +15,12 @@ import numpy as np
 import torch
 
 from rlhf.config import RewardConfig
+from rlhf.config_ratings import DataConfig
 from rlhf.reward.model import RewardEnsemble
+from rlhf.reward.ratings import DEFAULT_SHARPNESS
 from rlhf.reward.stream_train import Epochs, train_ensemble_streaming
 from rlhf.reward.train import TrainStats, train_ensemble
-from rlhf.types import Pair, Preference
+from rlhf.types import Pair, Preference, Rating, Segment
 
 
 class RewardLearner:
@@ -39,11 +41,17 @@ class RewardLearner:
         cfg: RewardConfig,
         device: torch.device | str = "cpu",
         seed: int = 0,
+        data: DataConfig | None = None,
+        sharpness: float = DEFAULT_SHARPNESS,
     ) -> None:
         self.cfg = cfg
+        self.data = data or DataConfig()
+        """What each training round draws (--data.*)."""
+        self.sharpness = sharpness
+        """k of the rating loss."""
         self.ensemble = RewardEnsemble(obs_dim, act_dim, cfg, device, seed=seed)
         self.fitted_on = 0
-        """Labels (skips excluded) in the last training round; 0 before the first."""
+        """Labels and ratings (skips excluded) in the last training round; 0 before the first."""
         self.stats: TrainStats | None = None
         """Figures of the last training round."""
 
@@ -65,10 +73,18 @@ class RewardLearner:
             return True
         return labels >= self.fitted_on * (1 + self.cfg.retrain_growth)
 
-    def fit(self, prefs: list[Preference], rng: np.random.Generator) -> TrainStats:
-        """One training round on all of ``prefs`` (warm-started from the current weights)."""
-        self.stats = train_ensemble(self.ensemble, prefs, self.cfg, rng)
-        self.fitted_on = len(prefs)
+    def fit(
+        self,
+        prefs: list[Preference],
+        rng: np.random.Generator,
+        ratings: list[Rating] | None = None,
+    ) -> TrainStats:
+        """One training round on all of ``prefs`` and ``ratings`` (warm-started)."""
+        ratings = ratings or []
+        self.stats = train_ensemble(
+            self.ensemble, prefs, self.cfg, rng, ratings, self.data, self.sharpness
+        )
+        self.fitted_on = len(prefs) + len(ratings)
         return self.stats
 
     def fit_stream(
@@ -79,6 +95,13 @@ class RewardLearner:
         self.stats = train_ensemble_streaming(self.ensemble, epochs, val, self.cfg, rng)
         self.fitted_on = self.stats.n_train + self.stats.n_val
         return self.stats
+
+    def member_returns(self, segments: list[Segment]) -> np.ndarray:
+        """Each member's predicted return of each segment: (M, S); used to select clips."""
+        obs = np.concatenate([s.obs for s in segments])
+        actions = np.concatenate([s.actions for s in segments])
+        rewards = self.ensemble.member_rewards(obs, actions)
+        return rewards.reshape(rewards.shape[0], len(segments), -1).sum(axis=2)
 
     def score(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """The learned reward of each step: (B, obs_dim), (B, act_dim) -> (B,) float32."""

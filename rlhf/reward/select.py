@@ -70,6 +70,36 @@ def select_pairs(
     return [candidates[i] for i in top]
 
 
+class ReturnModel(Protocol):
+    """What clip selection needs of a reward model: each member's return per segment, (M, S)."""
+
+    def member_returns(self, segments: list[Segment]) -> np.ndarray: ...
+
+
+def select_clips(
+    pool_segments: list[Segment],
+    n: int,
+    method: Method,
+    ensemble: ReturnModel | None,
+    oversample: int,
+    rng: np.random.Generator,
+) -> list[Segment]:
+    """Pick ``n`` pool segments to grade: of ``n * oversample`` drawn at random, those whose
+    predicted return the members disagree on most (std across members; entropy and
+    disagreement rank alike here), or the first ``n`` (uniform, or no model yet)."""
+    if method not in ("uniform", "disagreement", "entropy"):
+        raise ValueError(f"unknown selection method {method!r}")
+    if n <= 0 or not pool_segments:
+        return []
+    size = min(len(pool_segments), n * max(1, oversample))
+    picks = rng.choice(len(pool_segments), size=size, replace=False)
+    candidates = [pool_segments[i] for i in picks]
+    if method == "uniform" or ensemble is None:
+        return candidates[:n]
+    spread = ensemble.member_returns(candidates).std(axis=0)
+    return [candidates[i] for i in np.argsort(-spread, kind="stable")[:n]]
+
+
 class QuerySchedule:
     """Cumulative number of labels that should have been requested after ``env_steps`` steps.
 

@@ -1,4 +1,4 @@
-"""Fit the reward ensemble to preference labels with the Bradley-Terry loss.
+"""Fit the reward ensemble to preference labels (Bradley-Terry) and graded clips (rating loss).
 
 P(left preferred) = sigmoid(sum_t r(left_t) - sum_t r(right_t)); the loss is the cross-entropy
 against the soft label mu (1 left, 0 right, 0.5 equal). Every round trains on *all* labels so far,
@@ -11,6 +11,8 @@ warm-starting from the current weights:
   validation figures are NaN and each member trains for ``cfg.max_epochs``).
 * **Bagging**: each member trains on its own bootstrap resample of the training split (a lone
   member uses the split as is), so members disagree where the labels leave the reward open.
+* **Ratings** (:mod:`rlhf.reward.ratings`) add their loss to each step's; they have a split of
+  their own, and ``--data.*`` weights what each member draws (:mod:`rlhf.reward.sampling`).
 * **Early stopping** per member on its validation loss, with ``cfg.patience``, bounded by
   ``cfg.max_epochs``; the best weights (including the warm start itself) are restored.
 """
@@ -25,11 +27,20 @@ import torch
 import torch.nn.functional as F
 
 from rlhf.config import RewardConfig
+from rlhf.config_ratings import DataConfig
 from rlhf.reward.model import RewardEnsemble, RewardNet, stack_pairs
-from rlhf.types import Preference
+from rlhf.reward.ratings import (
+    DEFAULT_SHARPNESS,
+    RatingData,
+    eval_rating_loss,
+    rated_pair_accuracy,
+    rating_accuracy,
+    rating_loss,
+    stack_ratings,
+)
+from rlhf.reward.split import member_sample, split_label_sets
+from rlhf.types import Preference, Rating
 
-MIN_LABELS_FOR_VAL = 5
-"""Fewer labels than this: no validation split (one or two labels say nothing about fit)."""
 _EVAL_PAIRS = 512
 """Pairs per forward pass when evaluating a loss without gradients."""
 
@@ -54,15 +65,25 @@ class TrainStats:
     epochs: int
     n_train: int
     n_val: int
+    rating_val_accuracy: float = math.nan
+    """Share of held-out rated clips whose most likely class is their grade (NaN: none)."""
+    rating_val_pair_accuracy: float = math.nan
+    """Share of held-out clip pairs with different grades ordered as the grades are."""
+    n_ratings: int = 0
+    """Rated clips in the round (both splits)."""
 
     def metrics(self) -> dict[str, float]:
         """TensorBoard scalars under ``reward/``."""
-        return {
+        figures = {
             "reward/train_loss": self.train_loss,
             "reward/val_loss": self.val_loss,
             "reward/val_accuracy": self.val_accuracy,
             "reward/epochs": self.epochs,
         }
+        if self.n_ratings:
+            figures["reward/rating_val_accuracy"] = self.rating_val_accuracy
+            figures["reward/rating_val_pair_accuracy"] = self.rating_val_pair_accuracy
+        return figures
 
 
 @dataclass(frozen=True)
@@ -72,23 +93,6 @@ class _Data:
     x: torch.Tensor
     mask: torch.Tensor
     mu: torch.Tensor
-
-
-def split_indices(n: int, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Train and validation indices of ``n`` labels; label i's side depends on (i, seed) only.
-
-    Both splits are non-empty from :data:`MIN_LABELS_FOR_VAL` labels on (with val_fraction > 0).
-    """
-    if n < MIN_LABELS_FOR_VAL or val_fraction <= 0:
-        return np.arange(n), np.arange(0)
-    # The first n draws of a fixed generator do not depend on n: the split is prefix-stable.
-    draws = np.random.default_rng([seed, 0x5EED]).random(n)
-    is_val = draws < val_fraction
-    if not is_val.any():
-        is_val[np.argmin(draws)] = True
-    if is_val.all():
-        is_val[np.argmax(draws)] = False
-    return np.flatnonzero(~is_val), np.flatnonzero(is_val)
 
 
 def bradley_terry_loss(net: RewardNet, data: _Data, idx: torch.Tensor) -> torch.Tensor:
@@ -110,19 +114,60 @@ def _eval_loss(net: RewardNet, data: _Data, idx: torch.Tensor) -> float:
     return total / idx.numel()
 
 
+@dataclass(frozen=True)
+class _Round:
+    """What one round trains on: pairs and/or rated clips, and the rating loss's k."""
+
+    pairs: _Data | None
+    ratings: RatingData | None
+    k: float
+
+
+def _round_loss(
+    net: RewardNet, r: _Round, pairs: torch.Tensor, clips: torch.Tensor
+) -> torch.Tensor:
+    """The Bradley-Terry loss of ``pairs`` plus the rating loss of ``clips`` (either may be empty)."""
+    loss = torch.zeros((), device=next(net.parameters()).device)
+    if r.pairs is not None and pairs.numel():
+        loss = loss + bradley_terry_loss(net, r.pairs, pairs)
+    if r.ratings is not None and clips.numel():
+        loss = loss + rating_loss(net, r.ratings, clips, r.k)
+    return loss
+
+
+def _val_loss(net: RewardNet, r: _Round, pairs: torch.Tensor, clips: torch.Tensor) -> float:
+    """Validation loss: per-pair BT loss plus the rating loss of all held-out clips."""
+    parts = [_eval_loss(net, r.pairs, pairs) if r.pairs is not None else math.nan]
+    parts.append(eval_rating_loss(net, r.ratings, clips, r.k))
+    known = [v for v in parts if not math.isnan(v)]
+    return float(sum(known)) if known else math.nan
+
+
+def _batches(sample: np.ndarray, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    if not len(sample):
+        return []
+    order = sample[rng.permutation(len(sample))]
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
 def _run_epoch(
     net: RewardNet,
     opt: torch.optim.Optimizer,
-    data: _Data,
-    sample: np.ndarray,
+    r: _Round,
+    sample: tuple[np.ndarray, np.ndarray],
     batch_size: int,
     rng: np.random.Generator,
 ) -> None:
-    """One pass over ``sample`` in shuffled minibatches, dropout on."""
+    """One pass over the pairs and clips of ``sample`` in shuffled minibatches, dropout on:
+    step i trains on pair minibatch i and clip minibatch i together."""
     net.train()
-    order = torch.from_numpy(sample[rng.permutation(len(sample))]).to(data.x.device)
-    for batch in order.split(batch_size):
-        loss = bradley_terry_loss(net, data, batch)
+    pair_b, clip_b = (_batches(s, batch_size, rng) for s in sample)
+    device = next(net.parameters()).device
+    empty = torch.zeros(0, dtype=torch.long, device=device)
+    for i in range(max(len(pair_b), len(clip_b))):
+        pairs = torch.from_numpy(pair_b[i]).to(device) if i < len(pair_b) else empty
+        clips = torch.from_numpy(clip_b[i]).to(device) if i < len(clip_b) else empty
+        loss = _round_loss(net, r, pairs, clips)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -130,29 +175,29 @@ def _run_epoch(
 
 def _train_member(
     net: RewardNet,
-    data: _Data,
-    sample: np.ndarray,
-    val_idx: torch.Tensor,
+    r: _Round,
+    sample: tuple[np.ndarray, np.ndarray],
+    val: tuple[torch.Tensor, torch.Tensor],
     cfg: RewardConfig,
     rng: np.random.Generator,
 ) -> int:
-    """Train one member on the pairs ``sample`` (with repeats); returns the epochs run."""
+    """Train one member on the pairs and clips ``sample`` (with repeats); returns the epochs run."""
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-    if val_idx.numel() == 0:
+    if all(v.numel() == 0 for v in val):
         for _ in range(cfg.max_epochs):
-            _run_epoch(net, opt, data, sample, cfg.batch_size, rng)
+            _run_epoch(net, opt, r, sample, cfg.batch_size, rng)
         net.eval()
         return cfg.max_epochs
     # The warm start competes too: a round never leaves a member worse on validation.
-    best = _eval_loss(net, data, val_idx)
+    best = _val_loss(net, r, *val)
     best_state = {k: v.clone() for k, v in net.state_dict().items()}
     stale = epochs = 0
     while epochs < cfg.max_epochs and stale < cfg.patience:
-        _run_epoch(net, opt, data, sample, cfg.batch_size, rng)
+        _run_epoch(net, opt, r, sample, cfg.batch_size, rng)
         epochs += 1
-        val = _eval_loss(net, data, val_idx)
-        if val < best:
-            best, stale = val, 0
+        loss = _val_loss(net, r, *val)
+        if loss < best or math.isnan(best):
+            best, stale = loss, 0
             best_state = {k: v.clone() for k, v in net.state_dict().items()}
         else:
             stale += 1
@@ -161,15 +206,20 @@ def _train_member(
     return epochs
 
 
-def _stack(ensemble: RewardEnsemble, prefs: list[Preference]) -> _Data:
+def _stack(ensemble: RewardEnsemble, prefs: list[Preference]) -> _Data | None:
+    if not prefs:
+        return None
     x, mask = stack_pairs(ensemble, [p.pair for p in prefs])
     mu = torch.tensor([p.mu for p in prefs], dtype=torch.float32, device=x.device)
     return _Data(x, mask, mu)
 
 
-def _labelled_steps(prefs: list[Preference]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _labelled_steps(
+    prefs: list[Preference], ratings: list[Rating]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every step of every labelled segment: observations, actions and the absorbing flag."""
     segments = [seg for p in prefs for seg in (p.pair.left, p.pair.right)]
+    segments += [r.segment for r in ratings]
     return (
         np.concatenate([s.obs for s in segments]),
         np.concatenate([s.actions for s in segments]),
@@ -186,39 +236,48 @@ def train_ensemble(
     prefs: list[Preference],
     cfg: RewardConfig,
     rng: np.random.Generator,
+    ratings: list[Rating] | None = None,
+    data: DataConfig | None = None,
+    sharpness: float = DEFAULT_SHARPNESS,
 ) -> TrainStats:
-    """One training round of every member on all of ``prefs``; refits both normalisers.
+    """One training round of every member on all of ``prefs`` and ``ratings`` (the sum of the
+    Bradley-Terry and the rating loss); refits both normalisers.
 
-    Deterministic given the ensemble's state, ``prefs`` and ``rng`` (on CPU): ``rng`` drives the
-    bootstrap samples, the minibatch order and (through a torch seed) dropout.
+    ``data`` weights what each member draws (:mod:`rlhf.reward.sampling`); None or its
+    defaults: plain bagging. Deterministic given the ensemble's state, the labels and ``rng``
+    (on CPU): ``rng`` drives the samples, the minibatch order and (through a torch seed) dropout.
     """
-    if not prefs:
+    ratings = ratings or []
+    data = data or DataConfig()
+    if not prefs and not ratings:
         return TrainStats(math.nan, math.nan, math.nan, 0, 0, 0)
-    train_idx, val_idx = split_indices(len(prefs), cfg.val_fraction, ensemble.seed)
-    obs, actions, absorbing = _labelled_steps(prefs)
-    ensemble.fit_input_normaliser(obs, actions, absorbing)
-    data = _stack(ensemble, prefs)
-    val_t = torch.from_numpy(val_idx).to(data.x.device)
+    split = split_label_sets(prefs, ratings, cfg.val_fraction, ensemble.seed, data)
+    (train_idx, val_idx), (rtrain_idx, rval_idx) = split
+    ensemble.fit_input_normaliser(*_labelled_steps(prefs, ratings))
+    r = _Round(
+        _stack(ensemble, prefs), stack_ratings(ensemble, ratings) if ratings else None, sharpness
+    )
+    device = ensemble.device
+    val_t = (torch.from_numpy(val_idx).to(device), torch.from_numpy(rval_idx).to(device))
     epochs = 0
-    with torch.random.fork_rng(devices=_rng_devices(ensemble.device)):
+    with torch.random.fork_rng(devices=_rng_devices(device)):
         torch.manual_seed(int(rng.integers(2**62)))
         for net in ensemble.members:
-            if ensemble.size == 1:
-                sample = train_idx
-            else:
-                sample = train_idx[rng.integers(len(train_idx), size=len(train_idx))]
-            epochs = max(epochs, _train_member(net, data, sample, val_t, cfg, rng))
+            sample = member_sample(prefs, ratings, train_idx, rtrain_idx, ensemble.size, data, rng)
+            epochs = max(epochs, _train_member(net, r, sample, val_t, cfg, rng))
     ensemble.eval()
-    ensemble.fit_output_normaliser(obs, actions, absorbing)
-    train_t = torch.from_numpy(train_idx).to(data.x.device)
-    val_prefs = [prefs[i] for i in val_idx]
+    ensemble.fit_output_normaliser(*_labelled_steps(prefs, ratings))
+    train_t = (torch.from_numpy(train_idx).to(device), torch.from_numpy(rtrain_idx).to(device))
     return TrainStats(
-        train_loss=float(np.mean([_eval_loss(n, data, train_t) for n in ensemble.members])),
-        val_loss=float(np.mean([_eval_loss(n, data, val_t) for n in ensemble.members])),
-        val_accuracy=preference_accuracy(ensemble, val_prefs),
+        train_loss=float(np.mean([_val_loss(n, r, *train_t) for n in ensemble.members])),
+        val_loss=float(np.mean([_val_loss(n, r, *val_t) for n in ensemble.members])),
+        val_accuracy=preference_accuracy(ensemble, [prefs[i] for i in val_idx]),
         epochs=epochs,
-        n_train=len(train_idx),
-        n_val=len(val_idx),
+        n_train=len(train_idx) + len(rtrain_idx),
+        n_val=len(val_idx) + len(rval_idx),
+        rating_val_accuracy=rating_accuracy(ensemble, r.ratings, val_t[1], sharpness),
+        rating_val_pair_accuracy=rated_pair_accuracy(ensemble, r.ratings, val_t[1]),
+        n_ratings=len(ratings),
     )
 
 

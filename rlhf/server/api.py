@@ -19,9 +19,17 @@ from rlhf.server.openapi import MAX_EXCLUDE_IDS as MAX_EXCLUDE
 from rlhf.server.openapi import MAX_OUTBOX_REPORT as MAX_OUTBOX
 from rlhf.server.openapi import openapi_document
 from rlhf.server.pages import PAGE_HEADER, valid_page_id
-from rlhf.server.payloads import pair_payload, status_payload, waiting
+from rlhf.server.payloads import pair_payload, rating_scale, status_payload, waiting
 from rlhf.server.state import ApiError, ServerState, server_state
-from rlhf.store import MAX_ROW_ID, VIDEO_READY, LabelConflict, PairNotShown, UnknownPair
+from rlhf.store import (
+    MAX_ROW_ID,
+    VIDEO_READY,
+    LabelConflict,
+    PairNotShown,
+    RatingRecord,
+    UnknownPair,
+    WrongKind,
+)
 from rlhf.types import Answer
 
 # ASCII digits only: str.isdigit() and int() also take other scripts' digits, and "²" passes
@@ -88,7 +96,7 @@ def api_next() -> Response:
     assert who is not None
     recs = [] if state.closing else _lease_next(state, exclude, who)
     if recs:
-        pair = pair_payload(recs[0])
+        pair = pair_payload(recs[0], state.store)
         return jsonify({"pair": pair, **pair, "state": "ready", "reason": None})
     status = status_payload(state)
     kind, reason = waiting(status, held_elsewhere=bool(exclude))
@@ -129,7 +137,7 @@ def _parse_label(body: dict[str, Any]) -> tuple[int, Answer, int | None]:
     pair_id = body.get("pair_id")
     if isinstance(pair_id, bool) or not isinstance(pair_id, int):
         raise ApiError(422, "bad_pair_id", "pair_id must be an integer.")
-    answer = body.get("answer")
+    answer = body.get("answer", Answer.SKIP.value if "grade" in body else None)
     if not isinstance(answer, str) or answer not in {a.value for a in Answer}:
         choices = ", ".join(a.value for a in Answer)
         raise ApiError(422, "bad_answer", f"answer must be one of: {choices}.")
@@ -147,11 +155,16 @@ def _parse_label(body: dict[str, Any]) -> tuple[int, Answer, int | None]:
 def api_label() -> Response:
     # Still accepted while the run is closing: this is what the grace period is for.
     state = server_state()
-    pair_id, answer, response_ms = _parse_label(_json_object())
+    body = _json_object()
+    pair_id, answer, response_ms = _parse_label(body)
+    if "grade" in body:
+        return _rate(state, pair_id, body["grade"], response_ms)
     try:
         new = state.store.add_label(
             pair_id, answer, source="human", labeller=labeller(), response_ms=response_ms
         )
+    except WrongKind:
+        raise ApiError(409, "wrong_kind", f"Query {pair_id} asks for a grade.") from None
     except UnknownPair:
         raise ApiError(404, "unknown_pair", f"There is no pair {pair_id}.") from None
     except PairNotShown:
@@ -174,6 +187,46 @@ def api_label() -> Response:
     )
 
 
+def _rate(state: ServerState, query_id: int, grade: object, response_ms: int | None) -> Response:
+    """A grade (or null: skip) for a clip to rate, stored like a label."""
+    levels = rating_scale(state.store)["levels"]
+    if grade is not None and (
+        isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade < levels
+    ):
+        raise ApiError(
+            422, "bad_grade", f"grade must be an integer from 0 to {levels - 1}, or null."
+        )
+    try:
+        new = state.store.add_rating(
+            query_id,
+            grade,
+            levels,
+            labeller=labeller(),
+            response_ms=response_ms,  # type: ignore[arg-type]
+        )
+    except WrongKind:
+        raise ApiError(409, "wrong_kind", f"Query {query_id} is a pair: send an answer.") from None
+    except UnknownPair:
+        raise ApiError(404, "unknown_pair", f"There is no clip {query_id}.") from None
+    except PairNotShown:
+        raise ApiError(409, "not_shown", f"Clip {query_id} has not been shown.") from None
+    except LabelConflict:
+        raise ApiError(
+            409, "conflict", f"Clip {query_id} already has a different grade; it was kept."
+        ) from None
+    state.leases.release(query_id)
+    return jsonify(
+        {
+            "saved": True,
+            "duplicate": not new,
+            "pair_id": query_id,
+            "answer": Answer.SKIP.value if grade is None else "grade",
+            "grade": grade,
+            "labels_done": state.store.label_count(),
+        }
+    )
+
+
 @bp.post("/api/undo")
 def api_undo() -> Response:
     state = server_state()
@@ -183,11 +236,15 @@ def api_undo() -> Response:
         raise ApiError(409, "nothing_to_undo", "There is no label of yours to undo.")
     with state.leases.lock:
         state.leases.take([rec.pair_id], who, time.monotonic())
-    pair = pair_payload(state.store.get_pair_record(rec.pair_id))
+    pair = pair_payload(state.store.get_pair_record(rec.pair_id), state.store)
+    if isinstance(rec, RatingRecord):
+        answer = {"answer": "grade" if rec.grade is not None else "skip", "grade": rec.grade}
+    else:
+        answer = {"answer": rec.answer.value}
     return jsonify(
         {
             "undone": True,
-            "answer": rec.answer.value,
+            **answer,
             "pair": pair,
             **pair,
             "labels_done": state.store.label_count(),

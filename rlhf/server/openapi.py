@@ -118,9 +118,12 @@ _READY = _object(
         "pair_id": _int(1, MAX_ROW_ID),
         "video_url": {"type": "string"},
         "iteration": _int(),
+        "kind": {"enum": ["pair", "rating"]},
+        "scale": _ref("Scale"),
         "state": {"const": "ready"},
         "reason": {"type": "null"},
-    }
+    },
+    required=["pair", "pair_id", "video_url", "iteration", "kind", "state", "reason"],
 )
 _WAITING = _object(
     {
@@ -130,33 +133,58 @@ _WAITING = _object(
         "status": _ref("Status"),
     }
 )
-_LABEL_REQUEST = _object(
+_SCALE = _object(
     {
-        "pair_id": _int(1, MAX_ROW_ID),
-        "answer": {"enum": [a.value for a in Answer]},
-        "response_ms": _int(0, 86_400_000, nullable=True),
-    },
-    required=["pair_id", "answer"],
+        "levels": _int(2, 10),
+        "names": {"type": "array", "items": {"type": "string"}},
+    }
 )
+_LABEL_REQUEST = {
+    "oneOf": [
+        _object(
+            {
+                "pair_id": _int(1, MAX_ROW_ID),
+                "answer": {"enum": [a.value for a in Answer]},
+                "response_ms": _int(0, 86_400_000, nullable=True),
+            },
+            required=["pair_id", "answer"],
+        ),
+        _object(
+            {
+                "pair_id": _int(1, MAX_ROW_ID),
+                "grade": _int(0, 9, nullable=True),
+                "response_ms": _int(0, 86_400_000, nullable=True),
+            },
+            required=["pair_id", "grade"],
+        ),
+    ],
+    "description": "A pair's answer, or a clip's grade on the run's scale (null: skip).",
+}
 _LABEL_REPLY = _object(
     {
         "saved": {"const": True},
         "duplicate": {"type": "boolean", "description": "The same answer was already stored."},
         "pair_id": _int(1, MAX_ROW_ID),
-        "answer": {"enum": [a.value for a in Answer]},
+        "answer": {"enum": [*(a.value for a in Answer), "grade"]},
+        "grade": _int(0, 9, nullable=True),
         "labels_done": _int(),
-    }
+    },
+    required=["saved", "duplicate", "pair_id", "answer", "labels_done"],
 )
 _UNDO_REPLY = _object(
     {
         "undone": {"const": True},
-        "answer": {"enum": [a.value for a in Answer]},
+        "answer": {"enum": [*(a.value for a in Answer), "grade"]},
+        "grade": _int(0, 9, nullable=True),
         "pair": _ref("Pair"),
         "pair_id": _int(1, MAX_ROW_ID),
         "video_url": {"type": "string"},
         "iteration": _int(),
+        "kind": {"enum": ["pair", "rating"]},
+        "scale": _ref("Scale"),
         "labels_done": _int(),
-    }
+    },
+    required=["undone", "answer", "pair", "pair_id", "video_url", "iteration", "labels_done"],
 )
 _ERROR = _object(
     {
@@ -285,6 +313,7 @@ def openapi_document() -> dict[str, Any]:
                     "NextReady": _READY,
                     "NextWaiting": _WAITING,
                     "LabelRequest": _LABEL_REQUEST,
+                    "Scale": _SCALE,
                     "LabelReply": _LABEL_REPLY,
                     "UndoReply": _UNDO_REPLY,
                     "Error": _ERROR,

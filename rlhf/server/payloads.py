@@ -6,7 +6,7 @@ from typing import Any
 
 from rlhf.server.state import ServerState
 from rlhf.status import STATUS_KEY, Phase, TrainerStatus
-from rlhf.store import LabelStore, PairRecord
+from rlhf.store import RATING, SCALE_META, LabelStore, PairRecord
 
 ENDED_REASONS = {
     Phase.FINISHED: "Training has finished: there is nothing left to label. Thank you!",
@@ -16,8 +16,28 @@ ENDED_REASONS = {
 CLOSING_REASON = "The labelling session is ending: your labels are saved. Thank you!"
 
 
-def pair_payload(rec: PairRecord) -> dict[str, Any]:
-    return {"pair_id": rec.id, "video_url": f"/videos/{rec.id}.mp4", "iteration": rec.iteration}
+def pair_payload(rec: PairRecord, store: LabelStore | None = None) -> dict[str, Any]:
+    """A query for the page: a pair to compare, or (kind 'rating') one clip to grade on
+    ``scale`` ({"levels": K, "names": [...]}, from the store)."""
+    payload = {
+        "pair_id": rec.id,
+        "video_url": f"/videos/{rec.id}.mp4",
+        "iteration": rec.iteration,
+        "kind": rec.kind,
+    }
+    if rec.kind == RATING and store is not None:
+        payload["scale"] = rating_scale(store)
+    return payload
+
+
+def rating_scale(store: LabelStore) -> dict[str, Any]:
+    """The run's grade scale (the generic 0-6 one for a store that never said)."""
+    scale = store.get_meta(SCALE_META)
+    if isinstance(scale, dict) and isinstance(scale.get("names"), list):
+        return {"levels": len(scale["names"]), "names": [str(n) for n in scale["names"]]}
+    names = [str(i) for i in range(7)]
+    names[0], names[-1] = "0 worst", "6 best"
+    return {"levels": 7, "names": names}
 
 
 def status_payload(state: ServerState) -> dict[str, Any]:

@@ -9,6 +9,7 @@ applies the migrations it lacks, and a file from a newer rlhf is refused.
 
 from rlhf.store.errors import io_error_line
 from rlhf.store.label_store import LabelStore
+from rlhf.store.ratings import RATING, SCALE_META
 from rlhf.store.records import (
     MAX_ROW_ID,
     VIDEO_FAILED,
@@ -19,8 +20,10 @@ from rlhf.store.records import (
     LabelRecord,
     PairNotShown,
     PairRecord,
+    RatingRecord,
     StoreCounts,
     UnknownPair,
+    WrongKind,
     is_row_id,
 )
 from rlhf.store.schema import LATEST_VERSION, MIGRATIONS, StoreVersionError
@@ -29,6 +32,8 @@ __all__ = [
     "LATEST_VERSION",
     "MAX_ROW_ID",
     "MIGRATIONS",
+    "RATING",
+    "SCALE_META",
     "VIDEO_FAILED",
     "VIDEO_PENDING",
     "VIDEO_READY",
@@ -38,9 +43,11 @@ __all__ = [
     "LabelStore",
     "PairNotShown",
     "PairRecord",
+    "RatingRecord",
     "StoreCounts",
     "StoreVersionError",
     "UnknownPair",
+    "WrongKind",
     "io_error_line",
     "is_row_id",
 ]

@@ -7,7 +7,7 @@ import sqlite3
 import time
 from typing import Any
 
-from rlhf.store.labels import LabelWriter
+from rlhf.store.ratings import RatingWriter
 from rlhf.store.records import (
     VIDEO_FAILED,
     VIDEO_PENDING,
@@ -22,10 +22,10 @@ from rlhf.store.records import (
     unpack_segment,
 )
 from rlhf.store.videos import LIVE
-from rlhf.types import Answer, Pair, Preference, Segment
+from rlhf.types import Answer, LabelMeta, Pair, Preference, Rating, Segment
 
 
-class LabelStore(LabelWriter):
+class LabelStore(RatingWriter):
     """Thread-safe handle on a run's ``labels.sqlite``; each thread gets its own connection."""
 
     # -- metadata ------------------------------------------------------------------------------
@@ -132,6 +132,7 @@ class LabelStore(LabelWriter):
     def preferences(self, cache: dict[int, Pair] | None = None) -> list[Preference]:
         """All non-skip labels as training data; ``cache`` (pair id -> Pair) avoids re-reading."""
         cache = cache if cache is not None else {}
+        asked = self._iterations("labels")
         prefs: list[Preference] = []
         for label in self.labels():
             mu = label.answer.mu
@@ -139,8 +140,32 @@ class LabelStore(LabelWriter):
                 continue
             if label.pair_id not in cache:
                 cache[label.pair_id] = self.get_pair(label.pair_id)
-            prefs.append(Preference(cache[label.pair_id], mu))
+            meta = LabelMeta(asked[label.pair_id], label.created_at, label.source)
+            prefs.append(Preference(cache[label.pair_id], mu, meta))
         return prefs
+
+    def rated(self, cache: dict[int, Segment] | None = None) -> list[Rating]:
+        """All non-skip ratings as training data; ``cache`` (query id -> Segment) avoids re-reading."""
+        cache = cache if cache is not None else {}
+        asked = self._iterations("ratings")
+        out: list[Rating] = []
+        for rec in self.ratings():
+            if rec.grade is None:
+                continue
+            if rec.pair_id not in cache:
+                cache[rec.pair_id] = self.get_segment(
+                    self.get_pair_record(rec.pair_id).left_segment
+                )
+            meta = LabelMeta(asked[rec.pair_id], rec.created_at, rec.source)
+            out.append(Rating(cache[rec.pair_id], rec.grade, rec.levels, meta))
+        return out
+
+    def _iterations(self, table: str) -> dict[int, int]:
+        """Iteration each answered query (in ``table``) was asked at."""
+        rows = self._con().execute(
+            f"SELECT p.id, p.iteration FROM pairs p JOIN {table} a ON a.pair_id = p.id"
+        )
+        return {int(r[0]): int(r[1]) for r in rows}
 
     def counts(self) -> StoreCounts:
         con = self._con()
@@ -148,12 +173,14 @@ class LabelStore(LabelWriter):
         def one(sql: str, *args: Any) -> int:
             return int(con.execute(sql, args).fetchone()[0])
 
-        unlabelled = f"id NOT IN (SELECT pair_id FROM labels) AND {LIVE}"
+        unlabelled = f"id NOT IN (SELECT pair_id FROM answered) AND {LIVE}"
+        # Ratings count as answers: the schedule and the page count queries of both kinds.
         return StoreCounts(
             pairs=one("SELECT COUNT(*) FROM pairs"),
-            labelled=one("SELECT COUNT(*) FROM labels"),
+            labelled=one("SELECT COUNT(*) FROM answered"),
             equal=one("SELECT COUNT(*) FROM labels WHERE answer=?", Answer.EQUAL.value),
-            skipped=one("SELECT COUNT(*) FROM labels WHERE answer=?", Answer.SKIP.value),
+            skipped=one("SELECT COUNT(*) FROM labels WHERE answer=?", Answer.SKIP.value)
+            + one("SELECT COUNT(*) FROM ratings WHERE grade IS NULL"),
             pending_video=one(
                 f"SELECT COUNT(*) FROM pairs WHERE video_status IN (?, ?) AND {unlabelled}",
                 VIDEO_PENDING,

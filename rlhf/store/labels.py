@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from rlhf.store.records import (
     LabelRecord,
     PairNotShown,
     UnknownPair,
+    WrongKind,
     is_row_id,
     label_record,
 )
@@ -33,7 +35,10 @@ from rlhf.types import Answer
 class _PendingLabel:
     """One add_label call waiting for the group commit that will carry it."""
 
-    args: tuple[int, Answer, str, str | None, int | None]
+    args: tuple[Any, ...]
+    insert: Callable[..., bool] | None = None
+    """Writes the answer inside the batch's transaction: (connection, *args) -> new?
+    (None: a label, written by ``_insert_label``)."""
     done: threading.Event = field(default_factory=threading.Event)
     result: bool | None = None
     error: BaseException | None = None
@@ -64,10 +69,15 @@ class LabelWriter(VideoQueue):
             UnknownPair: no such pair (also for ids no SQLite row can have).
             PairNotShown: the pair's video was never ready.
             LabelConflict: the pair already has a different answer.
+            WrongKind: the query is a clip to grade, not a pair.
         """
         if not is_row_id(pair_id):
             raise UnknownPair(pair_id)
-        item = _PendingLabel((pair_id, Answer(answer), source, labeller, response_ms))
+        args = (pair_id, Answer(answer), source, labeller, response_ms)
+        return self._group_commit(_PendingLabel(args, self._insert_label))
+
+    def _group_commit(self, item: _PendingLabel) -> bool:
+        """Queue ``item`` and return once a committed transaction holds it (or raise its error)."""
         with self._queue_lock:
             self._label_queue.append(item)
         # A label is reported only once the transaction holding it has committed.
@@ -88,7 +98,7 @@ class LabelWriter(VideoQueue):
                 for item in batch:
                     con.execute("SAVEPOINT one_label")
                     try:
-                        item.result = self._insert_label(con, *item.args)
+                        item.result = (item.insert or self._insert_label)(con, *item.args)
                     except Exception as exc:  # this answer alone is undone
                         con.execute("ROLLBACK TO one_label")
                         item.error = exc
@@ -111,9 +121,11 @@ class LabelWriter(VideoQueue):
         labeller: str | None,
         response_ms: int | None,
     ) -> bool:
-        pair = con.execute("SELECT video_status FROM pairs WHERE id=?", (pair_id,)).fetchone()
+        pair = con.execute("SELECT video_status, kind FROM pairs WHERE id=?", (pair_id,)).fetchone()
         if pair is None:
             raise UnknownPair(pair_id)
+        if pair["kind"] != "pair":
+            raise WrongKind(f"query {pair_id} asks for a grade, not a preference")
         if pair["video_status"] != VIDEO_READY:  # 'ready' is final: it never goes back
             raise PairNotShown(f"pair {pair_id} was never shown (video {pair['video_status']})")
         row = con.execute("SELECT answer FROM labels WHERE pair_id=?", (pair_id,)).fetchone()
@@ -143,8 +155,8 @@ class LabelWriter(VideoQueue):
         return label_record(row)
 
     def label_count(self) -> int:
-        """How many labels are stored (what ``counts().labelled`` says, in one cheap query)."""
-        return int(self._con().execute("SELECT COUNT(*) FROM labels").fetchone()[0])
+        """How many answers (labels and ratings) are stored (``counts().labelled``, cheaply)."""
+        return int(self._con().execute("SELECT COUNT(*) FROM answered").fetchone()[0])
 
     def labels(self) -> list[LabelRecord]:
         """Every stored label, oldest first."""

@@ -27,6 +27,10 @@ class UnknownPair(KeyError):
     """No pair with this id exists."""
 
 
+class WrongKind(Exception):
+    """A pair was answered with a grade, or a clip to rate with a preference."""
+
+
 class PairNotShown(Exception):
     """The pair's video was never ready, so nobody can have watched it: a label would be a guess."""
 
@@ -49,6 +53,23 @@ class PairRecord:
     video_status: str
     video_path: str | None
     video_error: str | None
+    kind: str = "pair"
+    """'pair' (compare left and right) or 'rating' (grade one clip: left = right)."""
+
+
+@dataclass(frozen=True)
+class RatingRecord:
+    """A stored rating of one clip."""
+
+    seq: int
+    pair_id: int
+    grade: int | None
+    """0 (worst) to ``levels - 1``; None: skipped."""
+    levels: int
+    source: str
+    labeller: str | None
+    response_ms: int | None
+    created_at: float
 
 
 @dataclass(frozen=True)
@@ -119,6 +140,20 @@ def pair_record(row: sqlite3.Row) -> PairRecord:
         video_status=row["video_status"],
         video_path=row["video_path"],
         video_error=row["video_error"],
+        kind=row["kind"],
+    )
+
+
+def rating_record(row: sqlite3.Row) -> RatingRecord:
+    return RatingRecord(
+        seq=row["seq"],
+        pair_id=row["pair_id"],
+        grade=row["grade"],
+        levels=row["levels"],
+        source=row["source"],
+        labeller=row["labeller"],
+        response_ms=row["response_ms"],
+        created_at=row["created_at"],
     )
 
 

@@ -61,7 +61,34 @@ def _create_v1(con: sqlite3.Connection) -> None:
         con.execute(statement)
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1,)
+def _add_ratings(con: sqlite3.Connection) -> None:
+    """Version 2: graded single clips (--feedback-kind ratings).
+
+    A rating query is a row of ``pairs`` of kind 'rating' showing one segment (left = right), so
+    it goes through the same video queue, leases and retirement as a pair. Its answer is a row of
+    ``ratings`` (grade NULL: skipped); the view ``answered`` is every query with an answer of
+    either kind.
+    """
+    con.execute("ALTER TABLE pairs ADD COLUMN kind TEXT NOT NULL DEFAULT 'pair'")
+    con.execute(
+        """CREATE TABLE IF NOT EXISTS ratings (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    pair_id INTEGER NOT NULL UNIQUE REFERENCES pairs(id),
+    grade INTEGER,
+    levels INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    labeller TEXT,
+    response_ms INTEGER,
+    created_at REAL NOT NULL
+)"""
+    )
+    con.execute(
+        "CREATE VIEW IF NOT EXISTS answered AS"
+        " SELECT pair_id FROM labels UNION ALL SELECT pair_id FROM ratings"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _add_ratings)
 """``MIGRATIONS[k - 1]`` brings version k-1 to k; append, never edit a shipped one."""
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -47,13 +47,13 @@ class VideoQueue(StoreConnections):
             if keep_ready is not None:
                 busy = con.execute(
                     "SELECT COUNT(*) FROM pairs WHERE (video_status=? OR (video_status=? AND"
-                    f" {LIVE})) AND id NOT IN (SELECT pair_id FROM labels)",
+                    f" {LIVE})) AND id NOT IN (SELECT pair_id FROM answered)",
                     (VIDEO_RENDERING, VIDEO_READY),
                 ).fetchone()[0]
                 limit = min(limit, keep_ready - int(busy))
             rows = con.execute(
                 "SELECT * FROM pairs WHERE video_status=? AND id NOT IN "
-                f"(SELECT pair_id FROM labels) AND {LIVE} {FRESHEST_FIRST} LIMIT ?",
+                f"(SELECT pair_id FROM answered) AND {LIVE} {FRESHEST_FIRST} LIMIT ?",
                 (VIDEO_PENDING, max(limit, 0)),
             ).fetchall()
             con.executemany(
@@ -102,7 +102,7 @@ class VideoQueue(StoreConnections):
         return int(
             con.execute(
                 f"SELECT COUNT(*) FROM pairs WHERE NOT ({LIVE}) AND video_status!=? AND id NOT IN"
-                " (SELECT pair_id FROM labels)",
+                " (SELECT pair_id FROM answered)",
                 (VIDEO_FAILED,),
             ).fetchone()[0]
         )
@@ -115,7 +115,7 @@ class VideoQueue(StoreConnections):
             self._con()
             .execute(
                 "SELECT * FROM pairs WHERE video_status=? AND id NOT IN "
-                "(SELECT pair_id FROM labels) AND id NOT IN (SELECT value FROM json_each(?))"
+                "(SELECT pair_id FROM answered) AND id NOT IN (SELECT value FROM json_each(?))"
                 f" AND {LIVE} {FRESHEST_FIRST} LIMIT ?",
                 (VIDEO_READY, _id_list(exclude), limit),
             )
@@ -129,7 +129,7 @@ class VideoQueue(StoreConnections):
             self._con()
             .execute(
                 "SELECT id FROM pairs WHERE id IN (SELECT value FROM json_each(?))"
-                " AND video_status=? AND id NOT IN (SELECT pair_id FROM labels)",
+                " AND video_status=? AND id NOT IN (SELECT pair_id FROM answered)",
                 (_id_list(pair_ids), VIDEO_READY),
             )
             .fetchall()

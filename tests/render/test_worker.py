@@ -197,3 +197,17 @@ def test_probe_tells_a_working_backend_from_a_broken_one() -> None:
     assert probe_gl_backend("egl") is None  # libegl1 is a required system package
     error = probe_gl_backend("nosuchgl")
     assert error is not None and "nosuchgl" in error
+
+
+def test_render_round_renders_a_clip_to_rate_alone(tmp_path) -> None:
+    store = LabelStore(tmp_path / "labels.sqlite")
+    pair = _good_pairs(1)[0]
+    [clip] = store.add_rating_queries([pair.left])
+    assert render_round(store, tmp_path / "videos", CFG, {}) == 1
+    rec = store.get_pair_record(clip)
+    assert rec.kind == "rating" and rec.video_status == "ready"
+    assert _decoded_frames(rec.video_path) == STEPS
+    reader = imageio_ffmpeg.read_frames(rec.video_path)
+    assert next(reader)["size"] == (CFG.width, CFG.height)  # one clip, not two side by side
+    reader.close()
+    store.close()

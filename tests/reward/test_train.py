@@ -10,12 +10,8 @@ import pytest
 
 from rlhf.config import RewardConfig
 from rlhf.reward.model import RewardEnsemble
-from rlhf.reward.train import (
-    MIN_LABELS_FOR_VAL,
-    preference_accuracy,
-    split_indices,
-    train_ensemble,
-)
+from rlhf.reward.split import MIN_LABELS_FOR_VAL, split_indices
+from rlhf.reward.train import preference_accuracy, train_ensemble
 from rlhf.types import Pair, Preference, Segment
 
 

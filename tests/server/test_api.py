@@ -46,7 +46,12 @@ def test_page_and_static_files_are_served_with_security_headers(client: FlaskCli
 # -- /api/next -------------------------------------------------------------------------------------
 def test_next_hands_out_ready_pairs_oldest_first_and_honours_exclude(client: FlaskClient) -> None:
     first = client.get("/api/next").get_json()
-    assert first["pair"] == {"pair_id": 1, "video_url": "/videos/1.mp4", "iteration": 0}
+    assert first["pair"] == {
+        "pair_id": 1,
+        "video_url": "/videos/1.mp4",
+        "iteration": 0,
+        "kind": "pair",
+    }
     assert first["pair_id"] == 1 and first["video_url"] == "/videos/1.mp4"
     assert client.get("/api/next?exclude=1").get_json()["pair_id"] == 2
     assert client.get("/api/next?exclude=1,2").get_json()["pair_id"] == 3
@@ -202,7 +207,12 @@ def test_undo_removes_this_labellers_last_label_only(app, web_run: Run) -> None:
     resp = alice.post("/api/undo")
     assert resp.status_code == 200
     body = resp.get_json()
-    assert body["pair"] == {"pair_id": 3, "video_url": "/videos/3.mp4", "iteration": 0}
+    assert body["pair"] == {
+        "pair_id": 3,
+        "video_url": "/videos/3.mp4",
+        "iteration": 0,
+        "kind": "pair",
+    }
     assert body["answer"] == "skip" and body["labels_done"] == 2
     assert alice.post("/api/undo").get_json()["pair"]["pair_id"] == 1
     nothing = alice.post("/api/undo")
