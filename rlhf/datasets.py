@@ -1,6 +1,6 @@
 """Labelled data that outlives a run: ``rlhf export RUN OUT`` and ``rlhf import DATASET DIR``.
 
-A dataset (schema version 2) is a directory readable without rlhf: the segments as a Minari
+A dataset (schema version 3) is a directory readable without rlhf: the segments as a Minari
 dataset (Farama's offline-RL standard) and the labels as Parquet files (read by pandas, polars,
 DuckDB, Arrow and Hugging Face datasets alike) that reference segments by (episode id, start,
 length), as the offline preference datasets do (Preference Transformer's index + label files)::
@@ -10,21 +10,24 @@ length), as the offline preference datasets do (Preference Transformer's index +
     OUT/segments.parquet                    the segment index
     OUT/pairs.parquet
     OUT/labels.parquet
+    OUT/ratings.parquet                     graded clips (see rlhf.dataset_ratings)
 
 - ``dataset.json``: ``format`` ("rlhf-preferences"), ``schema_version``, the rlhf version that
-  wrote it, the run's name, env id and env kwargs, row counts, and ``minari`` (the Minari dataset
-  id and its path inside the dataset).
+  wrote it, the run's name, env id and env kwargs, ``rating_scale`` (the run's grade scale,
+  {"levels": K, "names": [...]}, or null), row counts, and ``minari`` (the Minari dataset id and
+  its path inside the dataset).
 - ``segments.parquet``: one row per segment: ``id`` (the run's segment id), ``episode_id`` (its
   Minari episode), ``start`` (0: the whole episode), ``length``, ``env_id``, ``start_step``,
   ``absorbing`` (padding steps after the episode ended), ``true_return``.
 - ``pairs.parquet``: the run's pairs: ``id``, ``left_segment``/``right_segment`` (segment ids),
   ``left_episode``, ``left_start``, ``left_length`` and the same for ``right_``, ``swapped``,
-  ``iteration``, ``created_at``.
+  ``iteration``, ``created_at``, ``kind`` ("pair", or "rating": a clip to grade, left = right).
 - ``labels.parquet``: one row per answer: ``seq``, ``pair_id``, ``answer`` (left, right, equal,
   skip), ``source`` (human, synthetic, import), ``labeller``, ``response_ms``, ``created_at``
   (Unix time), and the pair's segment references (``left_episode`` ... as in pairs.parquet), so
   the labels file and the Minari dataset alone are enough to train on.
 
+Schema version 2 (still read) had no ratings file and no ``kind`` (every query was a pair).
 Schema version 1 (still read) kept the per-step arrays (``obs``, ``actions``, ``true_rewards``,
 ``qpos``, ``qvel``) as list columns of ``segments.parquet`` and had no Minari dataset.
 Reading never changes the run (its store is opened read-only); an import writes a fresh
@@ -40,14 +43,21 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rlhf.config import ConfigError
+from rlhf.dataset_ratings import (
+    ratings_of,
+    read_rating_rows,
+    store_ratings,
+    with_refs,
+    write_ratings,
+)
 from rlhf.dataset_v1 import V1Segments
 from rlhf.minari_segments import MINARI_ID, MINARI_ROOT, SegmentReader, write_segments
-from rlhf.store import LabelStore
+from rlhf.store import SCALE_META, LabelStore
 from rlhf.store.records import pack_segment, unpack_segment
-from rlhf.types import Answer, Pair, Preference, Segment
+from rlhf.types import Answer, Pair, Preference, Rating, Segment
 
 FORMAT = "rlhf-preferences"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 INSTALL_HINT = "datasets need pyarrow, which is not installed: pip install 'rlhf[data]'"
 VIDEO_COLUMNS = {"video_status", "video_path", "video_error", "video_updated_at"}
 """Pair columns about this machine's video files: not exported (videos are rendered again)."""
@@ -62,6 +72,18 @@ class DatasetCounts:
     segments: int
     pairs: int
     labels: int
+    ratings: int = 0
+
+
+@dataclass(frozen=True)
+class RunRows:
+    """A run's store as rows: meta, segments (id, segment), pairs, labels and ratings."""
+
+    meta: dict[str, Any]
+    segments: list[tuple[int, Segment]]
+    pairs: list[dict[str, Any]]
+    labels: list[dict[str, Any]]
+    ratings: list[dict[str, Any]]
 
 
 class Segments(Protocol):
@@ -82,7 +104,7 @@ def _pyarrow() -> Any:
 
 
 def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCounts:
-    """Write the run's segments, pairs and labels as a dataset in ``out`` (a new directory).
+    """Write the run's segments, pairs, labels and ratings as a dataset in ``out`` (a new directory).
 
     ``labels.parquet`` is written in row groups of ``row_group_size`` labels: the unit a lazy
     reader (:mod:`rlhf.label_stream`) loads at a time.
@@ -90,7 +112,8 @@ def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCount
     pa = _pyarrow()
     if out.exists() and any(out.iterdir()):
         raise ConfigError(f"{out} exists and is not empty; name a new directory")
-    meta, segments, pairs, labels = read_run(run)
+    rows = read_run(run)
+    meta, segments, pairs, labels = rows.meta, rows.segments, rows.pairs, rows.labels
     out.mkdir(parents=True, exist_ok=True)
     write_segments(out, [s for _, s in segments], meta.get("env_id"))
     episode = {seg_id: i for i, (seg_id, _) in enumerate(segments)}
@@ -102,12 +125,14 @@ def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCount
             pair[f"{side}_length"] = length[seg_id]
     refs = {pair["id"]: {k: pair[k] for k in REF_COLUMNS} for pair in pairs}
     labels = [label | refs[label["pair_id"]] for label in labels]
+    ratings = with_refs(rows.ratings, pairs)
     pa.parquet.write_table(_segment_index(pa, segments), out / "segments.parquet")
     pa.parquet.write_table(_table(pa, pairs), out / "pairs.parquet")
     pa.parquet.write_table(
         _table(pa, labels), out / "labels.parquet", row_group_size=row_group_size
     )
-    counts = DatasetCounts(len(segments), len(pairs), len(labels))
+    write_ratings(pa, ratings, out)
+    counts = DatasetCounts(len(segments), len(pairs), len(labels), len(ratings))
     info = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -115,6 +140,7 @@ def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCount
         "run_name": meta.get("run_name", run.name),
         "env_id": meta.get("env_id"),
         "env_kwargs": meta.get("env_kwargs", {}),
+        "rating_scale": meta.get(SCALE_META),
         "counts": counts.__dict__,
         "minari": {"dataset_id": MINARI_ID, "path": f"{MINARI_ROOT}/{MINARI_ID}/data"},
     }
@@ -122,10 +148,8 @@ def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCount
     return counts
 
 
-def read_run(
-    run: Path,
-) -> tuple[dict[str, Any], list[tuple[int, Segment]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """A run's store, read-only: meta, segments (id, segment), pairs and labels as rows."""
+def read_run(run: Path) -> RunRows:
+    """A run's store, read-only, as rows (a store older than ratings reads as having none)."""
     store = run / "labels.sqlite"
     if not store.is_file():
         raise ConfigError(f"{run} is not a run directory (no labels.sqlite in it)")
@@ -139,9 +163,12 @@ def read_run(
         ]
         pairs = _rows(con, "SELECT * FROM pairs ORDER BY id", drop=VIDEO_COLUMNS)
         labels = _rows(con, "SELECT * FROM labels ORDER BY seq", drop=set())
+        ratings = store_ratings(con)
     finally:
         con.close()
-    return meta, segments, pairs, labels
+    # A store written before ratings (schema 1, read without migrating) has no kind: all pairs.
+    pairs = [pair | {"kind": pair.get("kind", "pair")} for pair in pairs]
+    return RunRows(meta, segments, pairs, labels, ratings)
 
 
 def _version() -> str:
@@ -225,9 +252,10 @@ def import_dataset(dataset: Path, target: Path) -> DatasetCounts:
         raise ConfigError(f"{store_path} exists; import into a new directory")
     segments = read_segments(dataset)
     pairs, labels = read_table(dataset, "pairs"), read_table(dataset, "labels")
+    ratings = read_rating_rows(dataset)
     store = LabelStore(store_path)
     try:
-        for key in ("run_name", "env_id", "env_kwargs"):
+        for key in ("run_name", "env_id", "env_kwargs", "rating_scale"):
             if info.get(key) is not None:
                 store.set_meta(key, info[key])
         with store._tx() as con:  # one transaction: a failed import leaves no rows behind
@@ -241,9 +269,10 @@ def import_dataset(dataset: Path, target: Path) -> DatasetCounts:
             )
             _insert_rows(con, "pairs", pairs)
             _insert_rows(con, "labels", labels)
+            _insert_rows(con, "ratings", ratings)
     finally:
         store.close()
-    return DatasetCounts(len(segments), len(pairs), len(labels))
+    return DatasetCounts(len(segments), len(pairs), len(labels), len(ratings))
 
 
 def _insert_rows(con: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> None:
@@ -283,3 +312,13 @@ def read_preferences(dataset: Path) -> list[Preference]:
     segments = open_segments(dataset)
     pairs = {row["id"]: row for row in read_table(dataset, "pairs")}
     return preferences_of(read_table(dataset, "labels"), pairs, segments)
+
+
+def read_ratings(dataset: Path) -> list[Rating]:
+    """The dataset's graded clips as training data, oldest first (skips left out; none before
+    schema 3)."""
+    rows = read_rating_rows(dataset)
+    if not rows:
+        return []
+    pairs = {row["id"]: row for row in read_table(dataset, "pairs")}
+    return ratings_of(rows, pairs, open_segments(dataset))

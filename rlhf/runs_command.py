@@ -135,7 +135,10 @@ def export_main(cmd: Export) -> None:
     from rlhf.datasets import export_run
 
     counts = export_run(Path(cmd.run), Path(cmd.out))
-    print(f"{cmd.out}: {counts.segments} segments, {counts.pairs} pairs, {counts.labels} labels")
+    print(
+        f"{cmd.out}: {counts.segments} segments, {counts.pairs} pairs, {counts.labels} labels,"
+        f" {counts.ratings} ratings"
+    )
 
 
 def import_main(cmd: Import) -> None:
@@ -143,4 +146,7 @@ def import_main(cmd: Import) -> None:
 
     counts = import_dataset(Path(cmd.dataset), Path(cmd.target))
     store = Path(cmd.target) / "labels.sqlite"
-    print(f"{store}: {counts.segments} segments, {counts.pairs} pairs, {counts.labels} labels")
+    print(
+        f"{store}: {counts.segments} segments, {counts.pairs} pairs, {counts.labels} labels,"
+        f" {counts.ratings} ratings"
+    )

@@ -1,9 +1,10 @@
 """``rlhf train --labels-from DATASET_OR_RUN``: a new run starts with an earlier run's labels.
 
-The labelled pairs of the source (a run directory, or a dataset written by ``rlhf export``) are
-copied into the new run's ``labels.sqlite`` with fresh ids: segments, pairs (no video: nobody is
-asked about them again) and labels with source ``"import"`` (their labeller, answer time and
-response time kept). The weighted sampler of reward training treats that source as the bucket of
+The labelled pairs and the graded clips of the source (a run directory, or a dataset written by
+``rlhf export``) are copied into the new run's ``labels.sqlite`` with fresh ids: segments, pairs
+and rating queries (no video: nobody is asked about them again), labels and ratings with source
+``"import"`` (their labeller, answer time and response time kept; a rating keeps its grade and
+its scale's number of levels). The weighted sampler of reward training treats that source as the bucket of
 imported demonstrations. The store's meta key ``labels_from`` records what was copied, so a
 resumed run does not copy twice and the label schedule counts only the labels asked in this run.
 """
@@ -11,12 +12,13 @@ resumed run does not copy twice and the label schedule counts only the labels as
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 from rlhf.config import ConfigError, flag
-from rlhf.store import LabelStore
+from rlhf.store import RATING, LabelStore
 from rlhf.types import Segment
 
 IMPORT_SOURCE = "import"
@@ -32,7 +34,7 @@ def _source_env(path: Path) -> str | None:
     from rlhf.datasets import read_info, read_run
 
     if (path / "labels.sqlite").is_file():
-        return read_run(path)[0].get("env_id")
+        return read_run(path).meta.get("env_id")
     if (path / "dataset.json").is_file():
         return read_info(path).get("env_id")
     raise ConfigError(
@@ -50,48 +52,75 @@ def check_labels_source(path: Path, env_id: str) -> None:
         )
 
 
-def _read(path: Path) -> tuple[dict[int, Segment], list[dict[str, Any]], list[dict[str, Any]]]:
+Rows = list[dict[str, Any]]
+
+
+def _read(path: Path) -> tuple[dict[int, Segment], Rows, Rows, Rows]:
+    """Segments by id, pairs, labels and ratings of a run or a dataset."""
+    from rlhf.dataset_ratings import read_rating_rows
     from rlhf.datasets import read_run, read_segments, read_table
 
     if (path / "labels.sqlite").is_file():
-        _, segments, pairs, labels = read_run(path)
-        return dict(segments), pairs, labels
-    return read_segments(path), read_table(path, "pairs"), read_table(path, "labels")
+        rows = read_run(path)
+        return dict(rows.segments), rows.pairs, rows.labels, rows.ratings
+    pairs, labels = read_table(path, "pairs"), read_table(path, "labels")
+    return read_segments(path), pairs, labels, read_rating_rows(path)
 
 
 def seed_labels(store: LabelStore, path: Path, env_id: str) -> int:
-    """Copy the labels of ``path`` into ``store`` once; returns the labels copied (0 if done before)."""
+    """Copy the labels and ratings of ``path`` into ``store`` once; returns the answers copied
+    (0 if done before)."""
     if store.get_meta(META_KEY) is not None:
         return 0
     check_labels_source(path, env_id)
-    segments, pairs, labels = _read(path)
+    segments, pairs, labels, ratings = _read(path)
     pair_rows = {row["id"]: row for row in pairs}
     new_segment: dict[int, int] = {}
+
+    def segment(con: sqlite3.Connection, old: int) -> int:
+        if old not in new_segment:
+            new_segment[old] = store._insert_segment(con, segments[old])
+        return new_segment[old]
+
     with store._tx() as con:  # one transaction: all of them or none
         for label in labels:
             pair = pair_rows[label["pair_id"]]
-            ids = []
-            for side in ("left_segment", "right_segment"):
-                if pair[side] not in new_segment:
-                    new_segment[pair[side]] = store._insert_segment(con, segments[pair[side]])
-                ids.append(new_segment[pair[side]])
+            ids = [segment(con, pair[side]) for side in ("left_segment", "right_segment")]
             cur = con.execute(
                 "INSERT INTO pairs(left_segment, right_segment, swapped, iteration, created_at,"
                 " video_status) VALUES(?, ?, ?, 0, ?, 'none')",
                 (*ids, pair.get("swapped", 0), pair["created_at"]),
             )
-            con.execute(
-                "INSERT INTO labels(pair_id, answer, source, labeller, response_ms, created_at)"
-                " VALUES(?, ?, ?, ?, ?, ?)",
-                (
-                    cur.lastrowid,
-                    label["answer"],
-                    IMPORT_SOURCE,
-                    label.get("labeller"),
-                    label.get("response_ms"),
-                    label["created_at"],
-                ),
+            _copy_answer(con, "labels", "answer", label, cur.lastrowid)
+        for rating in ratings:
+            query = pair_rows[rating["pair_id"]]
+            clip = segment(con, query["left_segment"])
+            cur = con.execute(
+                "INSERT INTO pairs(left_segment, right_segment, iteration, created_at,"
+                " video_status, kind) VALUES(?, ?, 0, ?, 'none', ?)",
+                (clip, clip, query["created_at"], RATING),
             )
-        record = {"path": str(path), "pairs": len(labels), "at": time.time()}
+            _copy_answer(con, "ratings", "grade, levels", rating, cur.lastrowid)
+        copied = len(labels) + len(ratings)
+        record = {"path": str(path), "pairs": copied, "ratings": len(ratings), "at": time.time()}
         con.execute("INSERT INTO meta(key, value) VALUES(?, ?)", (META_KEY, json.dumps(record)))
-    return len(labels)
+    return copied
+
+
+def _copy_answer(
+    con: sqlite3.Connection, table: str, answer: str, row: dict[str, Any], query_id: int | None
+) -> None:
+    """One label or rating, now of source "import", for the new query ``query_id``."""
+    own = [name.strip() for name in answer.split(",")]
+    con.execute(
+        f"INSERT INTO {table}(pair_id, {answer}, source, labeller, response_ms, created_at)"
+        f" VALUES(?, {', '.join('?' * len(own))}, ?, ?, ?, ?)",
+        (
+            query_id,
+            *(row[name] for name in own),
+            IMPORT_SOURCE,
+            row.get("labeller"),
+            row.get("response_ms"),
+            row["created_at"],
+        ),
+    )

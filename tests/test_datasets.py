@@ -12,7 +12,13 @@ import torch
 
 from rlhf.cli import main
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig, RewardConfig
-from rlhf.datasets import export_run, import_dataset, read_preferences, read_segments
+from rlhf.datasets import (
+    export_run,
+    import_dataset,
+    read_preferences,
+    read_ratings,
+    read_segments,
+)
 from rlhf.reward.learner import RewardLearner
 from rlhf.reward_fit import fit_offline
 from rlhf.runner import run
@@ -81,7 +87,7 @@ def test_the_files_are_plain_parquet_with_the_documented_columns(
     first = next(iter(segments.values()))
     assert first.obs.shape == (25, 3) and first.qpos.shape[0] == 25
     info = json.loads((tmp_path / "d" / "dataset.json").read_text())
-    assert info["format"] == "rlhf-preferences" and info["schema_version"] == 2
+    assert info["format"] == "rlhf-preferences" and info["schema_version"] == 3
 
 
 def test_bad_input_is_one_line_and_changes_nothing(source: Path, tmp_path: Path) -> None:
@@ -283,3 +289,108 @@ def test_without_minari_export_says_how_to_install_it(tmp_path: Path, monkeypatc
         main(["export", str(tmp_path / "run"), str(tmp_path / "e")])
     err = capsys.readouterr().err
     assert "minari" in err and "pip install 'rlhf[data]'" in err and err.count("\n") == 1
+
+
+SCALE = {"levels": 4, "names": ["fell", "wobbly", "ok", "graceful"]}
+
+
+def _rated_store(path: Path) -> list[Pair]:
+    """_physics_store's pairs and labels, plus graded clips: synthetic (one skipped), human
+    (named labellers, response times, one skipped) and one clip still waiting for a grade."""
+    pairs = _physics_store(path)
+    rng = np.random.default_rng(4)
+    clips = [
+        Segment(
+            obs=rng.normal(size=(8, 4)).astype(np.float32),
+            actions=rng.uniform(-1, 1, (8, 2)).astype(np.float32),
+            true_rewards=rng.normal(size=8).astype(np.float32),
+            qpos=rng.normal(size=(8, 2)),
+            qvel=rng.normal(size=(8, 3)),
+            env_id="HalfCheetah-v5",
+            start_step=7 * i,
+            absorbing=i % 2,
+        )
+        for i in range(6)
+    ]
+    store = LabelStore(path / "labels.sqlite")
+    store.set_meta("rating_scale", SCALE)
+    store.add_rated_clips(clips[:3], [3, None, 0], levels=4, source="synthetic", iteration=2)
+    asked = store.add_rating_queries(clips[3:], iteration=5)
+    for i, query in enumerate(asked[:2]):
+        store.mark_video(query, "ready", f"{query}.mp4")
+        grade = [2, None][i]
+        store.add_rating(query, grade, 4, labeller=f"ann{i}", response_ms=900 + i)
+    store.close()
+    return pairs
+
+
+def test_round_trip_keeps_ratings_kinds_and_the_grade_scale(tmp_path: Path) -> None:
+    _rated_store(tmp_path / "run")
+    first = export_run(tmp_path / "run", tmp_path / "a")
+    assert (first.pairs, first.labels, first.ratings) == (12, 5, 5)
+    assert import_dataset(tmp_path / "a", tmp_path / "copy") == first
+    export_run(tmp_path / "copy", tmp_path / "b")
+    for name in ("segments", "pairs", "labels", "ratings"):
+        assert (tmp_path / "a" / f"{name}.parquet").read_bytes() == (
+            tmp_path / "b" / f"{name}.parquet"
+        ).read_bytes()
+    for d in ("a", "b"):
+        info = json.loads((tmp_path / d / "dataset.json").read_text())
+        assert info["schema_version"] == 3 and info["rating_scale"] == SCALE
+        assert info["counts"]["ratings"] == 5
+    original = LabelStore(tmp_path / "run" / "labels.sqlite")
+    copy = LabelStore(tmp_path / "copy" / "labels.sqlite")
+    assert copy.ratings() == original.ratings()  # grades, skips, levels, sources, labellers, times
+    assert copy.labels() == original.labels()
+    assert copy.get_meta("rating_scale") == SCALE
+    for query in range(1, 13):
+        was, now = original.get_pair_record(query), copy.get_pair_record(query)
+        assert (now.kind, now.left_segment, now.right_segment) == (
+            was.kind,
+            was.left_segment,
+            was.right_segment,
+        )
+    assert [original.get_pair_record(q).kind for q in (6, 7, 12)] == ["pair", "rating", "rating"]
+    assert [(r.grade, r.segment.start_step) for r in copy.rated()] == [(3, 0), (0, 14), (2, 21)]
+    assert copy.counts().labelled == original.counts().labelled == 10
+
+
+def test_ratings_parquet_references_clips_like_the_labels_and_reads_as_training_data(
+    tmp_path: Path,
+) -> None:
+    _rated_store(tmp_path / "run")
+    export_run(tmp_path / "run", tmp_path / "d")
+    table = pq.read_table(tmp_path / "d" / "ratings.parquet")
+    assert str(table.schema.field("grade").type) == "int64"
+    rows = table.to_pylist()
+    assert [r["grade"] for r in rows] == [3, None, 0, 2, None]
+    assert [r["labeller"] for r in rows] == [None, None, None, "ann0", "ann1"]
+    assert [r["response_ms"] for r in rows][3:] == [900, 901]
+    segments = pq.read_table(tmp_path / "d" / "segments.parquet").to_pylist()
+    by_episode = {(s["episode_id"], s["start"], s["length"]): s for s in segments}
+    # The clip a rating names by (episode, start, length) is the clip that was graded.
+    starts = [by_episode[(r["episode"], r["start"], r["length"])]["start_step"] for r in rows]
+    assert starts == [0, 7, 14, 21, 28]
+    rated = read_ratings(tmp_path / "d")
+    original = LabelStore(tmp_path / "run" / "labels.sqlite").rated()
+    assert [(r.grade, r.levels) for r in rated] == [(r.grade, r.levels) for r in original]
+    for a, b in zip(rated, original, strict=True):
+        assert np.array_equal(a.segment.obs, b.segment.obs)
+        assert np.array_equal(a.segment.qvel, b.segment.qvel)
+
+
+def test_a_schema_2_dataset_reads_as_having_no_ratings(tmp_path: Path) -> None:
+    _physics_store(tmp_path / "run")
+    export_run(tmp_path / "run", tmp_path / "d")
+    (tmp_path / "d" / "ratings.parquet").unlink()
+    pairs = pq.read_table(tmp_path / "d" / "pairs.parquet").drop_columns(["kind"])
+    pq.write_table(pairs, tmp_path / "d" / "pairs.parquet")
+    info = json.loads((tmp_path / "d" / "dataset.json").read_text())
+    del info["rating_scale"]
+    (tmp_path / "d" / "dataset.json").write_text(json.dumps(info | {"schema_version": 2}))
+    assert read_ratings(tmp_path / "d") == []
+    counts = import_dataset(tmp_path / "d", tmp_path / "copy")
+    copy = LabelStore(tmp_path / "copy" / "labels.sqlite")
+    assert counts.ratings == 0 and copy.ratings() == []
+    assert {copy.get_pair_record(q).kind for q in range(1, 7)} == {"pair"}
+    assert copy.labels() == LabelStore(tmp_path / "run" / "labels.sqlite").labels()
