@@ -1,9 +1,12 @@
 """``rlhf reward fit DATASET --out reward.pt``: a reward ensemble trained offline on a dataset.
 
-The labels are split once into a training and a test share (by ``--seed``); the ensemble trains
-on the first as a run would (with its own validation split for early stopping) and is judged on
-the second: pairwise accuracy against the labels, and the correlation of its per-step reward
-with the env's true reward where the dataset has one. The saved file is the run's own
+The labels, and the ratings of graded clips, are each split once into a training and a test
+share (by ``--seed``); the ensemble trains on the first as a run would (Bradley-Terry and rating
+loss together, with its own validation split for early stopping) and is judged on the second:
+pairwise accuracy against the labels, the share of held-out clip pairs with different grades
+that its predicted returns order as the grades do, and the correlation of its per-step reward
+with the env's true reward where the dataset has one. The lazy path (``--lazy``) streams pairs
+only: a dataset's ratings are left out there. The saved file is the run's own
 ``reward_model.pt`` format (:meth:`RewardLearner.state_dict` plus where it came from).
 """
 
@@ -25,7 +28,7 @@ import tyro
 from rlhf.config import ConfigError, RewardConfig
 from rlhf.reward.learner import RewardLearner
 from rlhf.reward.train import preference_accuracy
-from rlhf.types import Preference
+from rlhf.types import Preference, Rating, Segment
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class RewardCommand:
     lazy: bool = False
     """Read the labels from disk batch by batch instead of loading them all (for datasets larger
     than memory; on by itself above 100,000 labels). Held-out shares are capped at
-    --max-held-out labels each."""
+    --max-held-out labels each. Streams pairs only: the dataset's ratings are not used."""
     workers: int = 0
     """--lazy: DataLoader worker processes reading the dataset (0: read in the trainer)."""
     max_held_out: int = 5000
@@ -65,30 +68,70 @@ class FitResult:
     test_labels: int
     test_accuracy: float
     test_pearson: float
+    train_ratings: int = 0
+    test_ratings: int = 0
+    test_rating_accuracy: float = math.nan
+    """Share of held-out clip pairs with different grades whose predicted returns agree."""
 
 
 def fit_offline(
-    prefs: list[Preference], cfg: RewardConfig, test_fraction: float, seed: int
+    prefs: list[Preference],
+    cfg: RewardConfig,
+    test_fraction: float,
+    seed: int,
+    ratings: list[Rating] | None = None,
 ) -> tuple[RewardLearner, FitResult]:
-    """Split, fit on the training share, judge on the test share. No I/O."""
-    if len(prefs) < 2:
-        raise ConfigError(f"the dataset has {len(prefs)} usable labels; fitting needs at least 2")
+    """Split labels and ratings, fit on the training shares, judge on the test shares. No I/O."""
+    ratings = ratings or []
+    if len(prefs) + len(ratings) < 2:
+        raise ConfigError(
+            f"the dataset has {len(prefs) + len(ratings)} usable labels and ratings; fitting"
+            " needs at least 2"
+        )
     if not 0 <= test_fraction < 1:
         raise ConfigError("--test-fraction must be in [0, 1)")
     rng = np.random.default_rng(seed)
-    order = rng.permutation(len(prefs))
-    n_test = round(test_fraction * len(prefs))
-    test = [prefs[i] for i in order[:n_test]]
-    train = [prefs[i] for i in order[n_test:]]
-    first = prefs[0].pair.left
+    test, train = _split(prefs, test_fraction, rng)
+    rtest, rtrain = _split(ratings, test_fraction, rng)
+    first = prefs[0].pair.left if prefs else ratings[0].segment
     learner = RewardLearner(first.obs.shape[1], first.actions.shape[1], cfg, seed=seed)
-    learner.fit(train, rng)
+    learner.fit(train, rng, rtrain)
     accuracy = preference_accuracy(learner.ensemble, test) if test else math.nan
-    return learner, FitResult(len(train), len(test), accuracy, _pearson(learner, test))
+    held_out = [s for p in test for s in (p.pair.left, p.pair.right)] + [r.segment for r in rtest]
+    return learner, FitResult(
+        len(train),
+        len(test),
+        accuracy,
+        _pearson(learner, held_out),
+        len(rtrain),
+        len(rtest),
+        _grade_order_accuracy(learner, rtest),
+    )
 
 
-def _pearson(learner: RewardLearner, prefs: list[Preference]) -> float:
-    segments = [s for p in prefs for s in (p.pair.left, p.pair.right)]
+def _split(items: list, test_fraction: float, rng: np.random.Generator) -> tuple[list, list]:
+    """(test, train): a random ``test_fraction`` of ``items`` held out."""
+    order = rng.permutation(len(items))
+    n_test = round(test_fraction * len(items))
+    return [items[i] for i in order[:n_test]], [items[i] for i in order[n_test:]]
+
+
+def _grade_order_accuracy(learner: RewardLearner, ratings: list[Rating]) -> float:
+    """Share of the pairs of ``ratings`` with different grades whose predicted returns are
+    ordered as their grades (NaN if there is no such pair)."""
+    if len(ratings) < 2:
+        return math.nan
+    returns = learner.member_returns([r.segment for r in ratings]).mean(axis=0)
+    grades = np.array([r.grade / (r.levels - 1) for r in ratings])
+    i, j = np.triu_indices(len(ratings), k=1)
+    differ = grades[i] != grades[j]
+    if not differ.any():
+        return math.nan
+    agree = np.sign(returns[i] - returns[j]) == np.sign(grades[i] - grades[j])
+    return float(agree[differ].mean())
+
+
+def _pearson(learner: RewardLearner, segments: list[Segment]) -> float:
     if not segments:
         return math.nan
     real = [s.real_steps for s in segments]
@@ -129,11 +172,12 @@ def fit_lazy(
     learner = RewardLearner(first.obs.shape[1], first.actions.shape[1], cfg, seed=seed)
     stats = learner.fit_stream(epochs, val, rng)
     accuracy = preference_accuracy(learner.ensemble, test) if test else math.nan
-    return learner, FitResult(stats.n_train, len(test), accuracy, _pearson(learner, test))
+    held_out = [s for p in test for s in (p.pair.left, p.pair.right)]
+    return learner, FitResult(stats.n_train, len(test), accuracy, _pearson(learner, held_out))
 
 
 def reward_main(cmd: RewardCommand) -> None:
-    from rlhf.datasets import read_info, read_preferences
+    from rlhf.datasets import read_info, read_preferences, read_ratings
 
     dataset = Path(cmd.dataset)
     info = read_info(dataset)
@@ -147,7 +191,11 @@ def reward_main(cmd: RewardCommand) -> None:
         )
     else:
         learner, result = fit_offline(
-            read_preferences(dataset), cmd.reward_model, cmd.test_fraction, cmd.seed
+            read_preferences(dataset),
+            cmd.reward_model,
+            cmd.test_fraction,
+            cmd.seed,
+            read_ratings(dataset),
         )
     # The held-out figures travel with the reward (as the run's own figures do in its summary).
     state = learner.state_dict() | {
@@ -160,7 +208,10 @@ def reward_main(cmd: RewardCommand) -> None:
     torch.save(state, tmp)
     os.replace(tmp, out)
     print(
-        f"{out}: trained on {result.train_labels} labels; held-out accuracy"
-        f" {result.test_accuracy:.3f} on {result.test_labels} labels, reward vs true reward"
-        f" r={result.test_pearson:.3f}"
+        f"{out}: trained on {result.train_labels} labels and {result.train_ratings} ratings;"
+        f" held-out accuracy {result.test_accuracy:.3f} on {result.test_labels} labels, grade"
+        f" order {result.test_rating_accuracy:.3f} on {result.test_ratings} ratings, reward vs"
+        f" true reward r={result.test_pearson:.3f}"
     )
+    if lazy and info.get("counts", {}).get("ratings", 0):
+        print(f"{dataset}: --lazy streams pairs only; the dataset's ratings were not used")

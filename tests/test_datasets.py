@@ -394,3 +394,52 @@ def test_a_schema_2_dataset_reads_as_having_no_ratings(tmp_path: Path) -> None:
     assert counts.ratings == 0 and copy.ratings() == []
     assert {copy.get_pair_record(q).kind for q in range(1, 7)} == {"pair"}
     assert copy.labels() == LabelStore(tmp_path / "run" / "labels.sqlite").labels()
+
+
+def _graded_store(path: Path, clips: int, levels: int = 4, seed: int = 5) -> None:
+    """Random 10-step clips whose true reward is the first observation coordinate, graded by
+    the quantile of their true return (an ideal teacher on a ``levels`` scale)."""
+    rng = np.random.default_rng(seed)
+    made = []
+    for _ in range(clips):
+        obs = rng.normal(size=(10, 3)).astype(np.float32) + rng.normal()
+        made.append(
+            Segment(
+                obs=obs,
+                actions=rng.uniform(-1, 1, (10, 1)).astype(np.float32),
+                true_rewards=obs[:, 0].copy(),
+                qpos=np.zeros((10, 0)),
+                qvel=np.zeros((10, 0)),
+                env_id="toy",
+            )
+        )
+    returns = np.array([s.true_return for s in made])
+    edges = np.quantile(returns, np.linspace(0, 1, levels + 1)[1:-1])
+    grades = [int(g) for g in np.searchsorted(edges, returns)]
+    LabelStore(path / "labels.sqlite").add_rated_clips(made, grades, levels, "synthetic")
+
+
+def test_a_reward_fitted_offline_from_a_datasets_ratings_orders_held_out_clips(
+    tmp_path: Path,
+) -> None:
+    _graded_store(tmp_path / "run", clips=300)
+    export_run(tmp_path / "run", tmp_path / "d")
+    ratings = read_ratings(tmp_path / "d")
+    assert len(ratings) == 300 and read_preferences(tmp_path / "d") == []
+    _, result = fit_offline([], RewardConfig(), test_fraction=0.2, seed=1, ratings=ratings)
+    assert (result.train_ratings, result.test_ratings, result.train_labels) == (240, 60, 0)
+    assert result.test_rating_accuracy >= 0.85 and result.test_pearson >= 0.8, result
+
+
+def test_cli_reward_fit_trains_on_pairs_and_ratings_together(tmp_path: Path, capsys) -> None:
+    _labelled_store(tmp_path / "run", pairs=40)
+    _graded_store(tmp_path / "run", clips=20)
+    export_run(tmp_path / "run", tmp_path / "d")
+    main(["reward", "fit", str(tmp_path / "d"), "--out", str(tmp_path / "r.pt")])
+    out = capsys.readouterr().out
+    assert "trained on 32 labels and 16 ratings" in out and "on 4 ratings" in out
+    state = torch.load(tmp_path / "r.pt", weights_only=True)
+    assert RewardLearner.from_state_dict(state).fitted_on == 48
+    assert state["fit"]["train_ratings"] == 16
+    main(["reward", "fit", str(tmp_path / "d"), "--out", str(tmp_path / "s.pt"), "--lazy"])
+    assert "ratings were not used" in capsys.readouterr().out

@@ -109,7 +109,7 @@ def test_cli_reward_fit_lazy_and_schema_1_refused(tmp_path: Path, capsys) -> Non
     fit = torch.load(tmp_path / "r.pt", weights_only=True)["fit"]
     assert fit["lazy"] and fit["test_accuracy"] > 0.5 and fit["train_labels"] > 0
     info = (
-        (dataset / "dataset.json").read_text().replace('"schema_version": 2', '"schema_version": 1')
+        (dataset / "dataset.json").read_text().replace('"schema_version": 3', '"schema_version": 1')
     )
     (dataset / "dataset.json").write_text(info)
     with pytest.raises(ConfigError, match="reading it lazily needs schema 2"):

@@ -58,7 +58,7 @@ def train_ensemble_streaming(
     """Train every member on the streamed passes, stop early on ``val``; refits both normalisers."""
     if not val:
         raise ValueError("streamed training needs held-out labels (val) for its normalisers")
-    obs, actions, absorbing = _labelled_steps(val)
+    obs, actions, absorbing = _labelled_steps(val, [])  # streaming is pairs only
     ensemble.fit_input_normaliser(obs, actions, absorbing)
     val_data = _stack(ensemble, val)
     val_idx = torch.arange(len(val), device=val_data.x.device)
