@@ -22,7 +22,7 @@ from rlhf.preflight import RunPlan
 from rlhf.reward.learner import RewardLearner
 from rlhf.reward.select import QuerySchedule
 from rlhf.run_dir import RunDir
-from rlhf.seed_labels import seed_labels
+from rlhf.seed_labels import rating_levels, seed_labels
 from rlhf.segments import SegmentPool
 from rlhf.store import SCALE_META, LabelStore
 from rlhf.types import Pair, Preference, Rating, Segment
@@ -82,7 +82,7 @@ def open_preferences(
     store.set_meta("task", cfg.task)  # what the person is asked to teach, shown on the page
     store.set_meta(ENV_KWARGS_META, cfg.env_kwargs_dict())  # the renderer makes the same env
     if cfg.labels_from is not None:  # once: a resumed run finds them in its store
-        copied = seed_labels(store, Path(cfg.labels_from), cfg.env_id)
+        copied = seed_labels(store, Path(cfg.labels_from), cfg.env_id, rating_levels(cfg))
         if copied:
             say(f"seeded {copied} labels from {cfg.labels_from}")
     scale = cfg.rating_scale()

@@ -50,7 +50,7 @@ from rlhf.run_dir import (
     write_config,
 )
 from rlhf.saved_reward import load_saved_reward
-from rlhf.seed_labels import check_labels_source
+from rlhf.seed_labels import check_labels_source, rating_levels
 from rlhf.status import Phase
 
 _INTERRUPT_GRACE = 3.0
@@ -79,7 +79,7 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
             Path(cfg.reward_model_file), cfg.env_id, env.obs_dim, env.act_dim
         )
     elif cfg.labels_from is not None and cfg.resume is None:  # a resumed run has them already
-        check_labels_source(Path(cfg.labels_from), cfg.env_id)
+        check_labels_source(Path(cfg.labels_from), cfg.env_id, rating_levels(cfg))
     state = _resume_state(cfg)
     if state is None:
         run_dir, progress = create_run_dir(cfg), Progress()

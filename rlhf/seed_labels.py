@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rlhf.config import ConfigError, flag
+from rlhf.config import Config, ConfigError, flag
 from rlhf.store import RATING, LabelStore
 from rlhf.types import Segment
 
@@ -30,25 +30,41 @@ def imported_pairs(store: LabelStore) -> int:
     return int(store.get_meta(META_KEY, {}).get("pairs", 0))
 
 
-def _source_env(path: Path) -> str | None:
+def _source(path: Path) -> tuple[str | None, set[int]]:
+    """The env id of ``path``'s labels and the numbers of levels its ratings are graded on."""
+    from rlhf.dataset_ratings import read_rating_rows
     from rlhf.datasets import read_info, read_run
 
     if (path / "labels.sqlite").is_file():
-        return read_run(path).meta.get("env_id")
+        rows = read_run(path)
+        return rows.meta.get("env_id"), {r["levels"] for r in rows.ratings}
     if (path / "dataset.json").is_file():
-        return read_info(path).get("env_id")
+        levels = {r["levels"] for r in read_rating_rows(path)}
+        return read_info(path).get("env_id"), levels
     raise ConfigError(
         f"{flag('labels_from')} {path} is neither a run directory (labels.sqlite) nor a dataset"
         " (dataset.json)"
     )
 
 
-def check_labels_source(path: Path, env_id: str) -> None:
-    """One line naming the flag unless ``path`` holds labels for ``env_id``."""
-    found = _source_env(path)
+def rating_levels(cfg: Config) -> int | None:
+    """The levels a run grades clips on, None if it asks no ratings (any imported scale goes)."""
+    return None if cfg.feedback_kind == "pairs" else cfg.rating_scale().levels
+
+
+def check_labels_source(path: Path, env_id: str, levels: int | None = None) -> None:
+    """One line naming the flag unless ``path`` holds labels for ``env_id`` (and, with
+    ``levels``, ratings on a scale of that many levels only: grades of two scales do not mix)."""
+    found, scales = _source(path)
     if found is not None and found != env_id:
         raise ConfigError(
             f"{flag('labels_from')} {path} holds labels for {found}, not {flag('env_id')} {env_id}"
+        )
+    if levels is not None and scales - {levels}:
+        raise ConfigError(
+            f"{flag('labels_from')} {path} holds ratings on a scale of"
+            f" {'/'.join(map(str, sorted(scales)))} levels, not the {levels} of"
+            f" {flag('ratings.levels')}"
         )
 
 
@@ -67,12 +83,12 @@ def _read(path: Path) -> tuple[dict[int, Segment], Rows, Rows, Rows]:
     return read_segments(path), pairs, labels, read_rating_rows(path)
 
 
-def seed_labels(store: LabelStore, path: Path, env_id: str) -> int:
+def seed_labels(store: LabelStore, path: Path, env_id: str, levels: int | None = None) -> int:
     """Copy the labels and ratings of ``path`` into ``store`` once; returns the answers copied
     (0 if done before)."""
     if store.get_meta(META_KEY) is not None:
         return 0
-    check_labels_source(path, env_id)
+    check_labels_source(path, env_id, levels)
     segments, pairs, labels, ratings = _read(path)
     pair_rows = {row["id"]: row for row in pairs}
     new_segment: dict[int, int] = {}

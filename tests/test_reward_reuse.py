@@ -190,3 +190,54 @@ def test_a_resumed_seeded_run_copies_nothing_twice_and_asks_only_its_own_labels(
     labels = LabelStore(tmp_path / "seeded" / "labels.sqlite").labels()
     assert sum(label.source == "import" for label in labels) == 12
     assert sum(label.source != "import" for label in labels) == 8
+
+
+@pytest.fixture(scope="module")
+def pendulum_both(tmp_path_factory) -> Path:
+    """A finished Pendulum-v1 run with 12 synthetic answers: pairs and graded clips in turn."""
+    runs = tmp_path_factory.mktemp("runs")
+    run(_pendulum(runs, "src", total_labels=12, feedback_kind="both"))
+    return runs / "src"
+
+
+@pytest.mark.parametrize("via", ["run", "dataset"])
+def test_labels_from_copies_ratings_too(pendulum_both: Path, tmp_path: Path, via: str) -> None:
+    source = pendulum_both
+    if via == "dataset":
+        export_run(pendulum_both, tmp_path / "d")
+        source = tmp_path / "d"
+    old = LabelStore(pendulum_both / "labels.sqlite")
+    assert old.ratings() and old.labels()  # the source has both kinds
+    run(_pendulum(tmp_path, "seeded", 6, labels_from=str(source), feedback_kind="both"))
+    store = LabelStore(tmp_path / "seeded" / "labels.sqlite")
+    imported = [r for r in store.ratings() if r.source == "import"]
+    assert [(r.grade, r.levels, r.created_at, r.labeller) for r in imported] == [
+        (r.grade, r.levels, r.created_at, r.labeller) for r in old.ratings()
+    ]
+    query = store.get_pair_record(imported[0].pair_id)
+    assert query.kind == "rating" and query.left_segment == query.right_segment
+    assert query.video_status == "none"  # nobody is asked about it again
+    clip = store.get_segment(query.left_segment)
+    was = old.get_segment(old.get_pair_record(old.ratings()[0].pair_id).left_segment)
+    assert np.array_equal(clip.obs, was.obs) and np.array_equal(clip.qvel, was.qvel)
+    copied = len(old.labels()) + len(old.ratings())
+    assert store.get_meta("labels_from")["pairs"] == copied
+    assert store.counts().labelled == copied + 6  # the schedule asked its own 6 on top
+    assert len(store.rated()) >= len([r for r in old.ratings() if r.grade is not None])
+
+
+def test_labels_from_ratings_on_another_scale_are_refused_in_one_line(
+    pendulum_both: Path, tmp_path: Path, capsys
+) -> None:
+    args = ["train", "--env-id", "Pendulum-v1", "--labels-from", str(pendulum_both),
+            "--runs-dir", str(tmp_path / "runs"), "--feedback", "synthetic",
+            "--feedback-kind", "both", "--ratings.levels", "5"]  # fmt: skip
+    with pytest.raises(SystemExit):
+        main(args)
+    err = capsys.readouterr().err
+    assert "--labels-from" in err and "scale of 7 levels, not the 5 of --ratings.levels" in err
+    assert err.count("\n") == 1 and not (tmp_path / "runs").exists()
+    # A run that asks no ratings trains on the imported grades on their own scale.
+    seed_labels_ok = _pendulum(tmp_path, "pairs", 4, labels_from=str(pendulum_both))
+    run(seed_labels_ok)
+    assert LabelStore(tmp_path / "pairs" / "labels.sqlite").ratings()
