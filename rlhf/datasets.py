@@ -46,21 +46,19 @@ from rlhf.config import ConfigError
 from rlhf.dataset_ratings import (
     ratings_of,
     read_rating_rows,
-    store_ratings,
     with_refs,
     write_ratings,
 )
 from rlhf.dataset_v1 import V1Segments
 from rlhf.minari_segments import MINARI_ID, MINARI_ROOT, SegmentReader, write_segments
+from rlhf.run_rows import read_run
 from rlhf.store import SCALE_META, LabelStore
-from rlhf.store.records import pack_segment, unpack_segment
+from rlhf.store.records import pack_segment
 from rlhf.types import Answer, Pair, Preference, Rating, Segment
 
 FORMAT = "rlhf-preferences"
 SCHEMA_VERSION = 3
 INSTALL_HINT = "datasets need pyarrow, which is not installed: pip install 'rlhf[data]'"
-VIDEO_COLUMNS = {"video_status", "video_path", "video_error", "video_updated_at"}
-"""Pair columns about this machine's video files: not exported (videos are rendered again)."""
 REF_COLUMNS = tuple(
     f"{side}_{part}" for side in ("left", "right") for part in ("episode", "start", "length")
 )
@@ -73,17 +71,6 @@ class DatasetCounts:
     pairs: int
     labels: int
     ratings: int = 0
-
-
-@dataclass(frozen=True)
-class RunRows:
-    """A run's store as rows: meta, segments (id, segment), pairs, labels and ratings."""
-
-    meta: dict[str, Any]
-    segments: list[tuple[int, Segment]]
-    pairs: list[dict[str, Any]]
-    labels: list[dict[str, Any]]
-    ratings: list[dict[str, Any]]
 
 
 class Segments(Protocol):
@@ -148,29 +135,6 @@ def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCount
     return counts
 
 
-def read_run(run: Path) -> RunRows:
-    """A run's store, read-only, as rows (a store older than ratings reads as having none)."""
-    store = run / "labels.sqlite"
-    if not store.is_file():
-        raise ConfigError(f"{run} is not a run directory (no labels.sqlite in it)")
-    con = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
-    con.row_factory = sqlite3.Row
-    try:
-        meta = {r["key"]: json.loads(r["value"]) for r in con.execute("SELECT * FROM meta")}
-        segments = [
-            (r["id"], unpack_segment(r["env_id"], r["start_step"], r["arrays"]))
-            for r in con.execute("SELECT id, env_id, start_step, arrays FROM segments ORDER BY id")
-        ]
-        pairs = _rows(con, "SELECT * FROM pairs ORDER BY id", drop=VIDEO_COLUMNS)
-        labels = _rows(con, "SELECT * FROM labels ORDER BY seq", drop=set())
-        ratings = store_ratings(con)
-    finally:
-        con.close()
-    # A store written before ratings (schema 1, read without migrating) has no kind: all pairs.
-    pairs = [pair | {"kind": pair.get("kind", "pair")} for pair in pairs]
-    return RunRows(meta, segments, pairs, labels, ratings)
-
-
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -178,11 +142,6 @@ def _version() -> str:
         return version("rlhf")
     except PackageNotFoundError:
         return "unknown"
-
-
-def _rows(con: sqlite3.Connection, sql: str, drop: set[str]) -> list[dict[str, Any]]:
-    # sqlite3.Row iterates over values, not names: .keys() is needed.
-    return [{k: row[k] for k in row.keys() if k not in drop} for row in con.execute(sql)]  # noqa: SIM118
 
 
 def _table(pa: Any, rows: list[dict[str, Any]]) -> Any:

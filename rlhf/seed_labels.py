@@ -33,7 +33,8 @@ def imported_pairs(store: LabelStore) -> int:
 def _source(path: Path) -> tuple[str | None, set[int]]:
     """The env id of ``path``'s labels and the numbers of levels its ratings are graded on."""
     from rlhf.dataset_ratings import read_rating_rows
-    from rlhf.datasets import read_info, read_run
+    from rlhf.datasets import read_info
+    from rlhf.run_rows import read_run
 
     if (path / "labels.sqlite").is_file():
         rows = read_run(path)
@@ -74,7 +75,8 @@ Rows = list[dict[str, Any]]
 def _read(path: Path) -> tuple[dict[int, Segment], Rows, Rows, Rows]:
     """Segments by id, pairs, labels and ratings of a run or a dataset."""
     from rlhf.dataset_ratings import read_rating_rows
-    from rlhf.datasets import read_run, read_segments, read_table
+    from rlhf.datasets import read_segments, read_table
+    from rlhf.run_rows import read_run
 
     if (path / "labels.sqlite").is_file():
         rows = read_run(path)

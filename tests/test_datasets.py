@@ -443,3 +443,27 @@ def test_cli_reward_fit_trains_on_pairs_and_ratings_together(tmp_path: Path, cap
     assert state["fit"]["train_ratings"] == 16
     main(["reward", "fit", str(tmp_path / "d"), "--out", str(tmp_path / "s.pt"), "--lazy"])
     assert "ratings were not used" in capsys.readouterr().out
+
+
+def test_a_run_whose_store_predates_ratings_exports_without_migrating(tmp_path: Path) -> None:
+    import sqlite3
+
+    _physics_store(tmp_path / "run")
+    con = sqlite3.connect(tmp_path / "run" / "labels.sqlite")
+    for statement in ("DROP VIEW answered", "DROP TABLE ratings",
+                      "ALTER TABLE pairs DROP COLUMN kind", "PRAGMA user_version = 1"):  # fmt: skip
+        con.execute(statement)
+    con.commit()
+    con.close()
+    store_bytes = (tmp_path / "run" / "labels.sqlite").read_bytes()
+    counts = export_run(tmp_path / "run", tmp_path / "d")
+    assert (tmp_path / "run" / "labels.sqlite").read_bytes() == store_bytes  # read, not migrated
+    assert (counts.labels, counts.ratings) == (5, 0)
+    kinds = pq.read_table(tmp_path / "d" / "pairs.parquet").column("kind").to_pylist()
+    assert kinds == ["pair"] * 6
+    import_dataset(tmp_path / "d", tmp_path / "copy")
+    export_run(tmp_path / "copy", tmp_path / "b")
+    for name in ("pairs", "labels", "ratings"):
+        assert (tmp_path / "d" / f"{name}.parquet").read_bytes() == (
+            tmp_path / "b" / f"{name}.parquet"
+        ).read_bytes()
