@@ -109,7 +109,7 @@ def seed_labels(store: LabelStore, path: Path, env_id: str, levels: int | None =
                 " video_status) VALUES(?, ?, ?, 0, ?, 'none')",
                 (*ids, pair.get("swapped", 0), pair["created_at"]),
             )
-            _copy_answer(con, "labels", "answer", label, cur.lastrowid)
+            _copy_answer(con, "labels", ("answer",), label, cur.lastrowid)
         for rating in ratings:
             query = pair_rows[rating["pair_id"]]
             clip = segment(con, query["left_segment"])
@@ -118,7 +118,7 @@ def seed_labels(store: LabelStore, path: Path, env_id: str, levels: int | None =
                 " video_status, kind) VALUES(?, ?, 0, ?, 'none', ?)",
                 (clip, clip, query["created_at"], RATING),
             )
-            _copy_answer(con, "ratings", "grade, levels", rating, cur.lastrowid)
+            _copy_answer(con, "ratings", ("grade", "levels"), rating, cur.lastrowid)
         copied = len(labels) + len(ratings)
         record = {"path": str(path), "pairs": copied, "ratings": len(ratings), "at": time.time()}
         con.execute("INSERT INTO meta(key, value) VALUES(?, ?)", (META_KEY, json.dumps(record)))
@@ -126,12 +126,17 @@ def seed_labels(store: LabelStore, path: Path, env_id: str, levels: int | None =
 
 
 def _copy_answer(
-    con: sqlite3.Connection, table: str, answer: str, row: dict[str, Any], query_id: int | None
+    con: sqlite3.Connection,
+    table: str,
+    own: tuple[str, ...],
+    row: dict[str, Any],
+    query_id: int | None,
 ) -> None:
-    """One label or rating, now of source "import", for the new query ``query_id``."""
-    own = [name.strip() for name in answer.split(",")]
+    """One label or rating (its ``own`` columns kept), now of source "import", for the new
+    query ``query_id``."""
     con.execute(
-        f"INSERT INTO {table}(pair_id, {answer}, source, labeller, response_ms, created_at)"
+        f"INSERT INTO {table}(pair_id, {', '.join(own)}, source, labeller, response_ms,"
+        " created_at)"
         f" VALUES(?, {', '.join('?' * len(own))}, ?, ?, ?, ?)",
         (
             query_id,
