@@ -450,7 +450,7 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
 
   function toast(text, kind = "ok", ms = 1800) {
     const box = $("toasts");
-    while (box.children.length >= 3) box.firstChild.remove();
+    box.replaceChildren(); // one line of room: the newest toast replaces the one before
     const el = document.createElement("div");
     el.className = "toast " + kind;
     el.textContent = text;
