@@ -29,7 +29,7 @@ def _intersect(a: list[float], b: list[float]) -> bool:
 def test_toasts_never_cover_the_progress_text(
     serve: Server, browser, viewport: tuple[int, int]
 ) -> None:
-    store, _, handle = serve(ready=4)
+    _, _, handle = serve(ready=4)
     context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
     page = context.new_page()
     try:
