@@ -88,7 +88,13 @@ class LabellingSession:
         except BaseException:
             self.stop()
             raise
-        self.say(f"Label pairs of {self.run_root.name} in your browser: {self.url}")
+        links = self._running().labeller_urls
+        if links:  # named labellers: one link each, nobody else's
+            self.say(f"Label pairs of {self.run_root.name}: one link per labeller")
+            for name, link in links.items():
+                self.say(f"  {name}: {link}")
+        else:
+            self.say(f"Label pairs of {self.run_root.name} in your browser: {self.url}")
         if self.web.open_browser:
             with contextlib.suppress(Exception):  # no browser here: the printed URL still works
                 webbrowser.open(self.url)

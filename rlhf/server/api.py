@@ -15,6 +15,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request, send_file
 
 from rlhf.server.access import labeller
+from rlhf.server.named import label_as, second_look
 from rlhf.server.openapi import MAX_EXCLUDE_IDS as MAX_EXCLUDE
 from rlhf.server.openapi import MAX_OUTBOX_REPORT as MAX_OUTBOX
 from rlhf.server.openapi import openapi_document
@@ -87,6 +88,10 @@ def api_next() -> Response:
     who = labeller()
     assert who is not None
     recs = [] if state.closing else _lease_next(state, exclude, who)
+    if not state.closing and state.labellers is not None:
+        # A second look at an overlap pair first: agreement is measured while it is fresh.
+        again = second_look(state, exclude, who)
+        recs = [again] if again is not None else recs
     if recs:
         pair = pair_payload(recs[0])
         return jsonify({"pair": pair, **pair, "state": "ready", "reason": None})
@@ -149,9 +154,12 @@ def api_label() -> Response:
     state = server_state()
     pair_id, answer, response_ms = _parse_label(_json_object())
     try:
-        new = state.store.add_label(
-            pair_id, answer, source="human", labeller=labeller(), response_ms=response_ms
-        )
+        if state.labellers is not None:
+            new = label_as(state, pair_id, answer, response_ms, labeller() or "")
+        else:
+            new = state.store.add_label(
+                pair_id, answer, source="human", labeller=labeller(), response_ms=response_ms
+            )
     except UnknownPair:
         raise ApiError(404, "unknown_pair", f"There is no pair {pair_id}.") from None
     except PairNotShown:
@@ -178,16 +186,22 @@ def api_label() -> Response:
 def api_undo() -> Response:
     state = server_state()
     who = labeller(create=False)
-    rec = state.store.undo_last(source="human", labeller=who) if who else None
-    if rec is None or who is None:
+    undone = None
+    if who is not None and state.labellers is not None:
+        undone = state.store.undo_latest_of(who)
+    elif who is not None:
+        rec = state.store.undo_last(source="human", labeller=who)
+        undone = None if rec is None else (rec.pair_id, rec.answer)
+    if undone is None or who is None:
         raise ApiError(409, "nothing_to_undo", "There is no label of yours to undo.")
+    pair_id, answer = undone
     with state.leases.lock:
-        state.leases.take([rec.pair_id], who, time.monotonic())
-    pair = pair_payload(state.store.get_pair_record(rec.pair_id))
+        state.leases.take([pair_id], who, time.monotonic())
+    pair = pair_payload(state.store.get_pair_record(pair_id))
     return jsonify(
         {
             "undone": True,
-            "answer": rec.answer.value,
+            "answer": answer.value,
             "pair": pair,
             **pair,
             "labels_done": state.store.label_count(),

@@ -110,6 +110,20 @@ _STATUS = _object(
         "run_name": _nullable("string"),
         "env_id": _nullable("string"),
         "task": _nullable("string"),
+        "labeller": {**_nullable("string"), "description": "Your name (named labellers)."},
+        "labellers": {"oneOf": [{"type": "null"}, _ref("Labellers")]},
+    }
+)
+_LABELLERS = _object(
+    {
+        "you": _nullable("string"),
+        "counts": {
+            "type": "array",
+            "items": _object({"name": {"type": "string"}, "labels": _int()}),
+        },
+        "compared": _int(),
+        "agreement": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+        "overlap": {"type": "number", "minimum": 0, "maximum": 1},
     }
 )
 _READY = _object(
@@ -282,6 +296,7 @@ def openapi_document() -> dict[str, Any]:
                 {
                     "Pair": _PAIR,
                     "Status": _STATUS,
+                    "Labellers": _LABELLERS,
                     "NextReady": _READY,
                     "NextWaiting": _WAITING,
                     "LabelRequest": _LABEL_REQUEST,

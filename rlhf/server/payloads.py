@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rlhf.server.named import labeller_name, labellers_payload
 from rlhf.server.state import ServerState
 from rlhf.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import LabelStore, PairRecord
@@ -68,6 +69,8 @@ def status_payload(state: ServerState) -> dict[str, Any]:
         "run_name": _str_meta(store, "run_name"),
         "env_id": _str_meta(store, "env_id"),
         "task": _str_meta(store, "task"),
+        "labeller": labeller_name(state),
+        "labellers": labellers_payload(state, labeller_name(state)),
     }
 
 

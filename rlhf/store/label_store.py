@@ -8,6 +8,8 @@ import time
 from typing import Any
 
 from rlhf.store.labels import LabelWriter
+from rlhf.store.opinions import OpinionStore
+from rlhf.store.policy import PolicyStore
 from rlhf.store.records import (
     VIDEO_FAILED,
     VIDEO_PENDING,
@@ -25,7 +27,7 @@ from rlhf.store.videos import LIVE
 from rlhf.types import Answer, Pair, Preference, Segment
 
 
-class LabelStore(LabelWriter):
+class LabelStore(LabelWriter, OpinionStore, PolicyStore):
     """Thread-safe handle on a run's ``labels.sqlite``; each thread gets its own connection."""
 
     # -- metadata ------------------------------------------------------------------------------

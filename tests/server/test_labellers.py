@@ -1,0 +1,127 @@
+"""Named labellers: one token each, labels record who, overlap pairs seen twice, scoped undo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from rlhf.config import ConfigError, WebConfig
+from rlhf.labellers import labeller_names, labeller_tokens, shows_twice
+from rlhf.server import create_app, serve_in_thread
+from rlhf.store import VIDEO_READY, LabelStore
+from rlhf.store.schema import LATEST_VERSION
+
+TOKENS = {"tok-alice-0123": "alice", "tok-bob-456789": "bob"}
+
+
+@pytest.fixture
+def named(tmp_path: Path, add_pairs, mp4_bytes: bytes):
+    """Twenty ready pairs served to alice and bob, half of the pairs shown to both."""
+    store = LabelStore(tmp_path / "labels.sqlite")
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    for pair_id in add_pairs(store, 20):
+        (videos / f"{pair_id}.mp4").write_bytes(mp4_bytes)
+        store.mark_video(pair_id, VIDEO_READY, path=str(videos / f"{pair_id}.mp4"))
+    app = create_app(store, videos, labellers=dict(TOKENS), overlap=0.5)
+    app.config["TESTING"] = True
+    alice, bob = app.test_client(), app.test_client()
+    assert alice.get("/?token=tok-alice-0123").status_code == 200  # the cookie is set here
+    assert bob.get("/?token=tok-bob-456789").status_code == 200
+    yield store, alice, bob
+    store.close()
+
+
+def _label(client: FlaskClient, pair_id: int, answer: str):
+    return client.post("/api/label", json={"pair_id": pair_id, "answer": answer})
+
+
+def test_every_request_needs_a_labellers_token(named) -> None:
+    store, _, _ = named
+    app = create_app(store, Path("."), labellers=dict(TOKENS))
+    stranger = app.test_client()
+    assert stranger.get("/api/next").status_code == 401
+    assert stranger.get("/api/next?token=tok-carol-0000").status_code == 403
+    assert stranger.get("/api/next?token=tok-alice-0123").status_code == 200
+
+
+def test_labels_record_who_gave_them_and_nobody_sees_or_changes_anothers(named) -> None:
+    store, alice, bob = named
+    single = next(i for i in range(1, 21) if not shows_twice(i, 0.5))
+    assert _label(alice, single, "left").status_code == 200
+    assert store.labels()[0].labeller == "alice"
+    # bob cannot overwrite it, and is not told what alice answered (same or different).
+    for answer in ("left", "right"):
+        reply = _label(bob, single, answer)
+        assert reply.status_code == 409 and reply.json["error"] == "taken"
+        assert "left" not in reply.json["message"]
+    # Undo is one's own: bob has nothing to undo; alice's label is still there.
+    assert bob.post("/api/undo").status_code == 409
+    assert [lb.answer.value for lb in store.labels()] == ["left"]
+    assert alice.post("/api/undo").json["pair_id"] == single
+    assert store.labels() == []
+
+
+def test_an_overlap_pair_goes_to_a_second_labeller_and_agreement_is_measured(named) -> None:
+    store, alice, bob = named
+    twice = [i for i in range(1, 21) if shows_twice(i, 0.5)]
+    for pair_id in twice[:2]:
+        assert _label(alice, pair_id, "left").status_code == 200
+    # bob is shown alice's overlap pairs first, and his answers are second opinions.
+    shown = bob.get("/api/next").json["pair_id"]
+    assert shown in twice[:2]
+    assert _label(bob, twice[0], "left").json["saved"]
+    assert _label(bob, twice[1], "right").json["saved"]
+    assert {lb.pair_id: lb.labeller for lb in store.labels()} == {p: "alice" for p in twice[:2]}
+    stats = bob.get("/api/status").json["labellers"]
+    assert stats["you"] == "bob" and stats["compared"] == 2 and stats["agreement"] == 0.5
+    assert {c["name"]: c["labels"] for c in stats["counts"]} == {"alice": 2, "bob": 2}
+    # Once judged twice a pair is not shown to anyone again; bob's undo takes back his opinion.
+    assert alice.get("/api/next").json["pair_id"] not in twice[:2]
+    assert bob.post("/api/undo").json["pair_id"] == twice[1]
+    assert store.labeller_stats().compared == 1
+    assert len(store.labels()) == 2
+
+
+def test_names_come_from_flags_and_a_file_and_bad_ones_are_one_line_errors(
+    tmp_path: Path,
+) -> None:
+    names = tmp_path / "names.txt"
+    names.write_text("# team\ncarol\nalice  # again\n\n")
+    web = WebConfig(labeller=("alice", "bob"), labellers_file=str(names))
+    assert labeller_names(web.labeller, web.labellers_file) == ("alice", "bob", "carol")
+    with pytest.raises(ConfigError, match="--labeller 'a b'"):
+        WebConfig(labeller=("a b",)).validate()
+    with pytest.raises(ConfigError, match="--labellers-file"):
+        WebConfig(labellers_file=str(tmp_path / "missing")).validate()
+    with pytest.raises(ConfigError, match="--overlap"):
+        WebConfig(overlap=1.5).validate()
+    kept = labeller_tokens(("alice", "dan"), {"alice": "old-token"})
+    assert kept["alice"] == "old-token" and len(kept["dan"]) > 16
+
+
+def test_serve_prints_one_link_per_labeller_and_keeps_them(named) -> None:
+    store, _, _ = named
+    cfg = WebConfig(labeller=("alice", "bob"))
+    handle = serve_in_thread(store, Path("."), cfg)
+    try:
+        urls = handle.labeller_urls
+        assert set(urls) == {"alice", "bob"} and urls["alice"] != urls["bob"]
+    finally:
+        handle.stop()
+    again = serve_in_thread(store, Path("."), cfg)
+    try:
+        # The same tokens after a restart (the port may differ).
+        tokens = {n: u.split("?token=")[1] for n, u in urls.items()}
+        assert {n: u.split("?token=")[1] for n, u in again.labeller_urls.items()} == tokens
+    finally:
+        again.stop()
+    assert store.schema_version == LATEST_VERSION
+
+
+def test_without_names_nothing_changes(client: FlaskClient) -> None:
+    status = client.get("/api/status").json
+    assert status["labeller"] is None and status["labellers"] is None
+    assert client.get("/api/next").json["state"] == "ready"
