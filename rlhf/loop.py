@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from rlhf import agent_view as view
 from rlhf.agent.collector import PolicyRollout, RolloutCollector
 from rlhf.agent.learner import PPOLearner
 from rlhf.agent.replay import ENV_REWARD, ReplayBuffer
@@ -83,6 +84,8 @@ class Trainer:
     longest_episode: int = 0
     replay: ReplayBuffer | None = None
     """SAC's replay buffer (None with PPO); see :mod:`rlhf.offpolicy`."""
+    clips_logged: int = 0
+    """The newest policy clip put in TensorBoard (see :mod:`rlhf.agent_view`)."""
 
     @property
     def iterations(self) -> int:
@@ -120,9 +123,37 @@ def learned_rewards(
 ) -> np.ndarray | None:
     """The preference stages of one iteration; returns the rollout's learned rewards (T, N)."""
     segments = preference_round(t, p, rollout, iteration)
-    if not p.reward.trained:
-        return None
-    return score_rollout(t, p, rollout.raw, segments)
+    rewards = score_rollout(t, p, rollout.raw, segments) if p.reward.trained else None
+    show_agent(t, p, rollout, segments, iteration)
+    return rewards
+
+
+def show_agent(
+    t: Trainer, p: Preferences, rollout: PolicyRollout, segments: list[Segment], iteration: int
+) -> None:
+    """The agent in view: the page's learning curve, a clip of the policy every few iterations
+    (human feedback: the render workers draw it), and what they drew, in TensorBoard."""
+    step = t.collector.global_step
+    learned = None
+    if p.reward.trained and segments:
+        learned = (
+            p.reward.score(
+                np.concatenate([s.obs for s in segments]),
+                np.concatenate([s.actions for s in segments]),
+            )
+            .reshape(len(segments), -1)
+            .sum(axis=1)
+        )
+    view.record_point(
+        p.store, iteration, step, rollout.episode_returns, learned, p.reward.val_accuracy
+    )
+    if t.cfg.feedback != "human":
+        return
+    if view.clip_due(iteration, t.cfg.policy_clip_every):
+        view.queue_clip(p.store, segments, iteration, step)
+    t.clips_logged = view.log_clips(t.logger, p.store, t.clips_logged)
+    if t.cfg.web.labeller or t.cfg.web.labellers_file:
+        view.log_labellers(t.logger, p.store, step)
 
 
 def preference_round(

@@ -37,6 +37,7 @@ __all__ = [
     "segment_frames",
     "set_camera",
     "write_pair_video",
+    "write_video",
 ]
 
 SEPARATOR_PX = 4
@@ -80,9 +81,13 @@ def write_pair_video(
     The file is written under a temporary name in the same directory and moved into place with
     ``os.replace``, so a reader never sees a half-written video.
     """
+    return write_video(compose_pair(left_frames, right_frames, labels), path, fps, crf)
+
+
+def write_video(frames: np.ndarray, path: str | os.PathLike, fps: float, crf: int = 23) -> Path:
+    """Write (T, H, W, 3) uint8 frames (H and W even) as a browser-playable H.264 MP4, atomically."""
     import imageio_ffmpeg
 
-    frames = compose_pair(left_frames, right_frames, labels)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp.mp4", dir=path.parent)

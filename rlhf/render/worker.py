@@ -134,12 +134,33 @@ def _worker_main(
             except Exception as exc:  # e.g. a database locked past its timeout: retry later
                 log.warning("render worker: %s", one_line(exc))
                 claimed = 0
+            if not claimed and index == 0:  # idle: the agent in view, one process is enough
+                claimed = _render_policy(store, Path(videos_dir), cfg, renderers)
             if not claimed:
                 stop.wait(poll_interval)
     finally:
         for renderer in renderers.values():
             renderer.close()
         store.close()
+
+
+def _render_policy(
+    store: LabelStore, videos_dir: Path, cfg: VideoConfig, renderers: dict[str, Renderer]
+) -> int:
+    """Render the newest pending policy clip, if any; returns how many were claimed (0 or 1)."""
+    from rlhf.render.policy import render_policy_clip
+
+    try:
+        clip = store.claim_policy_clip()
+        if clip is None:
+            return 0
+        render_policy_clip(
+            store, clip, videos_dir, cfg, renderers, store.get_meta(ENV_KWARGS_META) or None
+        )
+    except Exception as exc:  # e.g. a database locked past its timeout: retry later
+        log.warning("render worker (policy clip): %s", one_line(exc))
+        return 0
+    return 1
 
 
 class RenderWorker:
@@ -184,6 +205,7 @@ class RenderWorker:
         store = LabelStore(self.store_path)
         try:
             store.reset_stale_renders()
+            store.reset_stale_policy_clips()
         finally:
             store.close()
         self._stop = self._ctx.Event()

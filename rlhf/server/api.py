@@ -14,13 +14,14 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, send_file
 
+from rlhf.render.paths import POLICY_DIR
 from rlhf.server.access import labeller
 from rlhf.server.named import label_as, second_look
 from rlhf.server.openapi import MAX_EXCLUDE_IDS as MAX_EXCLUDE
 from rlhf.server.openapi import MAX_OUTBOX_REPORT as MAX_OUTBOX
 from rlhf.server.openapi import openapi_document
 from rlhf.server.pages import PAGE_HEADER, valid_page_id
-from rlhf.server.payloads import pair_payload, status_payload, waiting
+from rlhf.server.payloads import pair_payload, policy_payload, status_payload, waiting
 from rlhf.server.state import ApiError, ServerState, server_state
 from rlhf.store import MAX_ROW_ID, VIDEO_READY, LabelConflict, PairNotShown, UnknownPair
 from rlhf.types import Answer
@@ -232,4 +233,24 @@ def _video_file(state: ServerState, pair_id: int) -> Path:
 @bp.get(f"/videos/<int(min=1, max={MAX_ROW_ID}):pair_id>.mp4")
 def video(pair_id: int) -> Response:
     path = _video_file(server_state(), pair_id)
+    return send_file(path, mimetype="video/mp4", conditional=True, max_age=0)
+
+
+@bp.get("/api/policy")
+def api_policy() -> Response:
+    """The agent in view: the latest clip of the policy, and the learning curve."""
+    return jsonify(policy_payload(server_state().store))
+
+
+@bp.get(f"/policy/<int(min=1, max={MAX_ROW_ID}):clip_id>.mp4")
+def policy_video(clip_id: int) -> Response:
+    """A policy clip, found through the store and only ever inside ``videos/policy``."""
+    state = server_state()
+    clip = state.store.policy_clip(clip_id)
+    if clip is None or clip.video_status != VIDEO_READY or not clip.video_path:
+        raise ApiError(404, "video_not_ready", f"Policy clip {clip_id} is not ready.")
+    root = (state.videos_dir / POLICY_DIR).resolve()
+    path = Path(clip.video_path).resolve()
+    if not (path.is_relative_to(root) and path.suffix == ".mp4" and path.is_file()):
+        raise ApiError(404, "video_missing", f"Policy clip {clip_id} is missing.")
     return send_file(path, mimetype="video/mp4", conditional=True, max_age=0)

@@ -172,6 +172,35 @@ _UNDO_REPLY = _object(
         "labels_done": _int(),
     }
 )
+_POLICY = _object(
+    {
+        "clip": {
+            "oneOf": [
+                {"type": "null"},
+                _object(
+                    {
+                        "clip_id": _int(1, MAX_ROW_ID),
+                        "iteration": _int(),
+                        "env_step": _int(),
+                        "video_url": {"type": "string", "pattern": "^/policy/[0-9]+\\.mp4$"},
+                    }
+                ),
+            ]
+        },
+        "curve": {
+            "type": "array",
+            "items": _object(
+                {
+                    "iteration": _int(),
+                    "env_step": _int(),
+                    "true_return": _nullable("number"),
+                    "predicted_return": _nullable("number"),
+                    "accuracy": _nullable("number"),
+                }
+            ),
+        },
+    }
+)
 _ERROR = _object(
     {
         "error": {"type": "string", "description": "A stable code, e.g. unknown_pair."},
@@ -266,6 +295,32 @@ _PATHS: dict[str, Any] = {
             },
         }
     },
+    "/api/policy": {
+        "get": {
+            "summary": "The agent in view: the latest clip of the policy and the learning curve.",
+            "responses": _responses(_json(_ref("Policy"), "The clip (null before the first).")),
+        }
+    },
+    "/policy/{clip_id}.mp4": {
+        "get": {
+            "summary": "A clip of the policy, once it is rendered.",
+            "parameters": [
+                {"name": "clip_id", "in": "path", "required": True, "schema": _int(1, MAX_ROW_ID)}
+            ],
+            "responses": {
+                **_responses(
+                    {
+                        "description": "The video (byte ranges are supported: 206, 416).",
+                        "content": {"video/mp4": {"schema": {"type": "string"}}},
+                    },
+                    404,
+                    416,
+                ),
+                "206": {"description": "Part of the video.", "content": {"video/mp4": {}}},
+                "304": {"description": "Not modified."},
+            },
+        }
+    },
     "/api/openapi.json": {
         "get": {
             "summary": "This document.",
@@ -297,6 +352,7 @@ def openapi_document() -> dict[str, Any]:
                     "Pair": _PAIR,
                     "Status": _STATUS,
                     "Labellers": _LABELLERS,
+                    "Policy": _POLICY,
                     "NextReady": _READY,
                     "NextWaiting": _WAITING,
                     "LabelRequest": _LABEL_REQUEST,

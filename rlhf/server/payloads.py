@@ -74,6 +74,31 @@ def status_payload(state: ServerState) -> dict[str, Any]:
     }
 
 
+def policy_payload(store: LabelStore) -> dict[str, Any]:
+    """``GET /api/policy``: the latest policy clip (None before the first) and the curve."""
+    clip = store.latest_policy_clip()
+    return {
+        "clip": None
+        if clip is None
+        else {
+            "clip_id": clip.id,
+            "iteration": clip.iteration,
+            "env_step": clip.env_step,
+            "video_url": f"/policy/{clip.id}.mp4",
+        },
+        "curve": [
+            {
+                "iteration": p.iteration,
+                "env_step": p.env_step,
+                "true_return": p.true_return,
+                "predicted_return": p.predicted_return,
+                "accuracy": p.accuracy,
+            }
+            for p in store.curve()
+        ],
+    }
+
+
 def _str_meta(store: LabelStore, key: str) -> str | None:
     value = store.get_meta(key)
     return value if isinstance(value, str) else None
