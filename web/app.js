@@ -15,6 +15,7 @@
 // about the trainer (task, when learning starts, pacing waits, ETA, the finished screen).
 import { $, setText } from "./dom.js";
 import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status.js";
+import { renderLabellers, startAgentView } from "./agent.js";
 
 (() => {
   const params = new URLSearchParams(location.search);
@@ -402,6 +403,7 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
     state.requested = s.labels_requested;
     state.total = s.total_labels;
     renderTrainer(s, state);
+    renderLabellers(s);
   }
 
   const renderProgress = () => renderProgressBar(state);
@@ -586,6 +588,7 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
     fillQueue();
     pollStatus();
     pump();
+    startAgentView();
     requestAnimationFrame(tick);
   }
 

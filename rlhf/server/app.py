@@ -22,7 +22,7 @@ from rlhf.store import LabelStore
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024
-PAGE_FILES = ("index.html", "app.js", "dom.js", "status.js", "style.css")
+PAGE_FILES = ("index.html", "app.js", "agent.js", "dom.js", "status.js", "style.css")
 
 
 def web_dir() -> Path:
