@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from rlhf.config import VideoConfig
+from rlhf.render.errors import one_line
 from rlhf.render.paths import POLICY_DIR
 from rlhf.render.video import Renderer, make_renderer, segment_frames, write_video
 from rlhf.store import VIDEO_FAILED, VIDEO_READY, LabelStore
@@ -49,8 +50,6 @@ def render_policy_clip(
     env_kwargs: dict[str, Any] | None = None,
 ) -> bool:
     """Render a claimed clip to MP4 and GIF and mark it 'ready' (or 'failed'); True if ready."""
-    from rlhf.render.worker import one_line
-
     folder = Path(videos_dir) / POLICY_DIR
     try:
         segment = store.get_segment(clip.segment_id)

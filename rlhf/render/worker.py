@@ -22,6 +22,7 @@ from types import TracebackType
 
 from rlhf.config import VideoConfig
 from rlhf.envs.make import ENV_KWARGS_META
+from rlhf.render.errors import one_line
 from rlhf.render.gl import _settle_gl_backend, probe_gl_backend, select_gl_backend
 from rlhf.render.video import Renderer, render_pair_video
 from rlhf.store import VIDEO_FAILED, VIDEO_PENDING, VIDEO_READY, LabelStore, PairRecord
@@ -46,12 +47,6 @@ def pool_size(cfg: VideoConfig, cpus: int | None = None) -> int:
         return cfg.render_processes
     cpus = cpus or os.cpu_count() or 1
     return max(2, min(MAX_PROCESSES, cpus - 1))
-
-
-def one_line(exc: BaseException, limit: int = 300) -> str:
-    """``Type: message`` on one line, cut to ``limit`` characters (for the store and the UI)."""
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def render_one(
