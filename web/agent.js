@@ -10,12 +10,14 @@ const W = 300;
 const H = 110;
 const PAD = 4;
 
-export function startAgentView() {
+// `api` is the page's own request function: it sends the page id, so the server counts this poll
+// as the page's (an anonymous request would keep the end-of-run grace period open).
+export function startAgentView(api) {
   let shownClip = null;
   async function poll() {
     try {
-      const res = await fetch("/api/policy", { credentials: "same-origin", headers: { Accept: "application/json" } });
-      if (res.ok) shownClip = renderPolicy(await res.json(), shownClip);
+      const res = await api("GET", "/api/policy");
+      if (res.ok) shownClip = renderPolicy(res.data, shownClip);
     } catch (err) {
       // the status line already says when the server is unreachable
     }

@@ -588,7 +588,7 @@ import { renderLabellers, startAgentView } from "./agent.js";
     fillQueue();
     pollStatus();
     pump();
-    startAgentView();
+    startAgentView(api);
     requestAnimationFrame(tick);
   }
 
