@@ -11,6 +11,7 @@ from rlhf.config import ConfigError, WebConfig
 from rlhf.labellers import labeller_names, labeller_tokens, shows_twice
 from rlhf.server import create_app, serve_in_thread
 from rlhf.store import VIDEO_READY, LabelStore
+from rlhf.store.policy import CurvePoint
 from rlhf.store.schema import LATEST_VERSION
 
 TOKENS = {"tok-alice-0123": "alice", "tok-bob-456789": "bob"}
@@ -125,3 +126,44 @@ def test_without_names_nothing_changes(client: FlaskClient) -> None:
     status = client.get("/api/status").json
     assert status["labeller"] is None and status["labellers"] is None
     assert client.get("/api/next").json["state"] == "ready"
+
+
+def test_named_labellers_and_the_agent_view_get_only_documented_answers(
+    named, mp4_bytes: bytes
+) -> None:
+    from tests.server.test_openapi import _conforms
+
+    store, alice, bob = named
+    twice = next(i for i in range(1, 21) if shows_twice(i, 0.5))
+    assert _conforms(alice, "GET", "/api/status") == 200
+    assert _conforms(alice, "POST", "/api/label", json={"pair_id": twice, "answer": "left"}) == 200
+    assert _conforms(bob, "GET", "/api/next") == 200
+    assert _conforms(bob, "POST", "/api/label", json={"pair_id": twice, "answer": "left"}) == 200
+    assert _conforms(bob, "POST", "/api/label", json={"pair_id": twice, "answer": "skip"}) == 409
+    assert _conforms(bob, "GET", "/api/status") == 200
+    assert _conforms(bob, "POST", "/api/undo") == 200
+    assert _conforms(bob, "POST", "/api/undo") == 409
+    # The agent view: nothing yet, then a clip and the curve.
+    assert _conforms(alice, "GET", "/api/policy") == 200
+    assert alice.get("/api/policy").json == {"clip": None, "curve": []}
+    assert _conforms(alice, "GET", "/policy/1.mp4") == 404
+    pair = store.get_pair(1)
+    clip_id = store.add_policy_clip(pair.left, iteration=3, env_step=3072)
+    folder = store.path.parent / "videos" / "policy"
+    folder.mkdir()
+    (folder / f"{clip_id}.mp4").write_bytes(mp4_bytes)
+    store.mark_policy_clip(clip_id, "ready", path=str(folder / f"{clip_id}.mp4"))
+    store.add_curve_point(CurvePoint(3, 3072, None, 1.5, float("nan")))
+    assert _conforms(alice, "GET", "/api/policy") == 200
+    body = alice.get("/api/policy").json
+    assert body["clip"]["video_url"] == f"/policy/{clip_id}.mp4"
+    assert body["curve"] == [
+        {"iteration": 3, "env_step": 3072, "true_return": None, "predicted_return": 1.5,
+         "accuracy": None}
+    ]  # fmt: skip
+    assert _conforms(alice, "GET", f"/policy/{clip_id}.mp4") == 200
+    assert _conforms(alice, "GET", "/policy/99999999999999999999.mp4") == 404
+    # A clip path outside videos/policy (a tampered store) is never served.
+    other = store.add_policy_clip(pair.left, iteration=4, env_step=4096)
+    store.mark_policy_clip(other, "ready", path=str(store.path))
+    assert _conforms(alice, "GET", f"/policy/{other}.mp4") == 404
