@@ -12,12 +12,36 @@ from pathlib import Path
 
 import numpy as np
 
+from rlhf.config import Config
 from rlhf.logger import Logger
 from rlhf.store import LabelStore
 from rlhf.store.policy import CurvePoint
 from rlhf.types import Segment
 
 TB_TAG = "videos/policy"
+
+
+def show(
+    cfg: Config,
+    store: LabelStore,
+    logger: Logger,
+    iteration: int,
+    step: int,
+    segments: list[Segment],
+    point: tuple[list[float], np.ndarray | None, float | None],
+    clips_logged: int,
+) -> int:
+    """One iteration's share: the curve point (episode returns, learned segment returns,
+    held-out accuracy); with human feedback, a clip when one is due, the clips drawn since
+    ``clips_logged`` into TensorBoard, and the labellers' figures. Returns the newest clip logged."""
+    record_point(store, iteration, step, *point)
+    if cfg.feedback != "human":
+        return clips_logged
+    if clip_due(iteration, cfg.policy_clip_every):
+        queue_clip(store, segments, iteration, step)
+    if cfg.web.labeller or cfg.web.labellers_file:
+        log_labellers(logger, store, step)
+    return log_clips(logger, store, clips_logged)
 
 
 def clip_due(iteration: int, every: int) -> bool:

@@ -131,29 +131,21 @@ def learned_rewards(
 def show_agent(
     t: Trainer, p: Preferences, rollout: PolicyRollout, segments: list[Segment], iteration: int
 ) -> None:
-    """The agent in view: the page's learning curve, a clip of the policy every few iterations
-    (human feedback: the render workers draw it), and what they drew, in TensorBoard."""
-    step = t.collector.global_step
-    learned = None
-    if p.reward.trained and segments:
-        learned = (
-            p.reward.score(
-                np.concatenate([s.obs for s in segments]),
-                np.concatenate([s.actions for s in segments]),
-            )
-            .reshape(len(segments), -1)
-            .sum(axis=1)
-        )
-    view.record_point(
-        p.store, iteration, step, rollout.episode_returns, learned, p.reward.val_accuracy
-    )
-    if t.cfg.feedback != "human":
-        return
-    if view.clip_due(iteration, t.cfg.policy_clip_every):
-        view.queue_clip(p.store, segments, iteration, step)
-    t.clips_logged = view.log_clips(t.logger, p.store, t.clips_logged)
-    if t.cfg.web.labeller or t.cfg.web.labellers_file:
-        view.log_labellers(t.logger, p.store, step)
+    """The agent in view (:mod:`rlhf.agent_view`): the page's learning curve, a clip of the
+    policy every few iterations, and the clips drawn so far in TensorBoard."""
+    learned = segment_returns(p, segments) if p.reward.trained and segments else None
+    point = (rollout.episode_returns, learned, p.reward.val_accuracy)
+    t.clips_logged = view.show(
+        t.cfg, p.store, t.logger, iteration, t.collector.global_step, segments, point,
+        t.clips_logged,
+    )  # fmt: skip
+
+
+def segment_returns(p: Preferences, segments: list[Segment]) -> np.ndarray:
+    """Each segment's return under the learned reward."""
+    obs = np.concatenate([s.obs for s in segments])
+    learned = p.reward.score(obs, np.concatenate([s.actions for s in segments]))
+    return learned.reshape(len(segments), -1).sum(axis=1)
 
 
 def preference_round(
@@ -203,10 +195,8 @@ def score_rollout(
     rewards = p.reward.score(raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1))
     log_reward_quality(t.logger, rewards, raw.true_rewards.ravel(), raw.valid.ravel(), step)
     if segments:  # how well the reward ranks what the policy does now
-        learned = p.reward.score(
-            np.concatenate([s.obs for s in segments]), np.concatenate([s.actions for s in segments])
-        ).reshape(len(segments), -1)
-        log_ranking(t.logger, learned.sum(axis=1), [s.true_return for s in segments], step)
+        learned = segment_returns(p, segments)
+        log_ranking(t.logger, learned, [s.true_return for s in segments], step)
     return rewards.reshape(steps, n)
 
 

@@ -88,11 +88,15 @@ def api_next() -> Response:
     exclude = _parse_exclude(request.args.get("exclude", ""))
     who = labeller()
     assert who is not None
-    recs = [] if state.closing else _lease_next(state, exclude, who)
+    # Named labellers: a second look at an overlap pair first, to measure agreement while the
+    # pair is fresh (not leased: it is already labelled, nobody else is handed it for that).
+    again = None
     if not state.closing and state.labellers is not None:
-        # A second look at an overlap pair first: agreement is measured while it is fresh.
         again = second_look(state, exclude, who)
-        recs = [again] if again is not None else recs
+    if again is not None:
+        recs = [again]
+    else:
+        recs = [] if state.closing else _lease_next(state, exclude, who)
     if recs:
         pair = pair_payload(recs[0])
         return jsonify({"pair": pair, **pair, "state": "ready", "reason": None})
