@@ -72,6 +72,7 @@ function drawCurve(points) {
     predicted: polyline(svg, series(points, "predicted_return"), x0, x1, "line-predicted"),
   };
   svg.dataset.points = String(points.length);
+  setText("curve-x", "env steps " + fmt.format(x0) + " \u2013 " + fmt.format(x1) + ", each line on its own scale");
   $("legend-true").hidden = drawn.true === 0;
   const last = (key) => series(points, key).pop();
   const ret = last("true_return");
