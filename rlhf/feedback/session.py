@@ -205,12 +205,14 @@ def serve_run(
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    lines: list[str] = []
+
+    def say(line: str) -> None:  # the hint once, on the first line (named labellers get more)
+        print(line if lines else f"{line}  (Ctrl-C to stop)", flush=True)
+        lines.append(line)
+
     session = LabellingSession(
-        run_root,
-        web,
-        video,
-        say=lambda line: print(f"{line}  (Ctrl-C to stop)", flush=True),
-        total_labels_hint=labels_hint(run_root),
+        run_root, web, video, say=say, total_labels_hint=labels_hint(run_root)
     )
     try:
         with session:
