@@ -104,8 +104,12 @@ def _worker_main(
     index: int = 0,
 ) -> None:
     """Entry point of worker process ``index`` of the pool."""
-    # Ctrl-C reaches the whole process group; the parent decides when the worker stops.
+    # Ctrl-C reaches the whole process group; the parent decides when the worker stops. So
+    # does a SIGTERM sent to the group (timeout, a service manager): a worker killed inside the
+    # stop event's wait would leave the parent's Event.set() blocked forever. A worker that
+    # does not stop when asked is killed by stop() (SIGKILL), and one whose parent died exits.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     note = _settle_gl_backend()
     from rlhf.envs import quiet_mujoco_warnings
 
