@@ -150,7 +150,9 @@ class OpinionStore(StoreConnections):
         skip = Answer.SKIP.value
         compared, agreed = con.execute(
             "SELECT COUNT(*), COALESCE(SUM(o.answer = l.answer), 0) FROM opinions o"
-            " JOIN labels l ON l.pair_id = o.pair_id WHERE o.answer != ? AND l.answer != ?",
+            " JOIN labels l ON l.pair_id = o.pair_id WHERE o.answer != ? AND l.answer != ?"
+            # After an undo, the second opinion's author may have given the label itself.
+            " AND o.labeller IS NOT l.labeller",
             (skip, skip),
         ).fetchone()
         return LabellerStats(tuple((r[0], int(r[1])) for r in rows), int(compared), int(agreed))

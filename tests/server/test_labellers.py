@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 from flask.testing import FlaskClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rlhf.config import ConfigError, WebConfig
 from rlhf.labellers import labeller_names, labeller_tokens, shows_twice
@@ -84,6 +86,18 @@ def test_an_overlap_pair_goes_to_a_second_labeller_and_agreement_is_measured(nam
     assert bob.post("/api/undo").json["pair_id"] == twice[1]
     assert store.labeller_stats().compared == 1
     assert len(store.labels()) == 2
+
+
+def test_agreement_never_compares_a_labeller_with_themselves(named) -> None:
+    store, alice, bob = named
+    twice = next(i for i in range(1, 21) if shows_twice(i, 0.5))
+    assert _label(alice, twice, "left").status_code == 200
+    assert _label(bob, twice, "right").status_code == 200  # bob's second opinion
+    assert store.labeller_stats().compared == 1
+    assert alice.post("/api/undo").json["pair_id"] == twice  # alice takes hers back
+    assert _label(bob, twice, "right").status_code == 200  # now bob gives the label itself
+    assert store.labels()[0].labeller == "bob"
+    assert store.labeller_stats().compared == 0  # bob vs bob is no agreement
 
 
 def test_names_come_from_flags_and_a_file_and_bad_ones_are_one_line_errors(
@@ -167,3 +181,53 @@ def test_named_labellers_and_the_agent_view_get_only_documented_answers(
     other = store.add_policy_clip(pair.left, iteration=4, env_step=4096)
     store.mark_policy_clip(other, "ready", path=str(store.path))
     assert _conforms(alice, "GET", f"/policy/{other}.mp4") == 404
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    moves=st.lists(
+        st.tuples(
+            st.sampled_from(["alice", "bob"]),
+            st.sampled_from(["label", "undo", "next"]),
+            st.one_of(st.integers(-3, 24), st.just(2**63), st.text(max_size=3)),
+            st.sampled_from(["left", "right", "equal", "skip", "up"]),
+        ),
+        max_size=25,
+    )
+)
+def test_any_sequence_of_two_labellers_keeps_the_rules(named, moves) -> None:
+    """Whatever two labellers send, every answer is JSON (no 5xx), a pair keeps one label, and
+    a second opinion is always another person's, on an overlap pair."""
+    store, alice, bob = named
+    clients = {"alice": alice, "bob": bob}
+    for who, move, pair_id, answer in moves:
+        client = clients[who]
+        if move == "label":
+            resp = client.post("/api/label", json={"pair_id": pair_id, "answer": answer})
+        elif move == "undo":
+            resp = client.post("/api/undo")
+        else:
+            resp = client.get("/api/next")
+        assert resp.status_code in (200, 404, 409, 422), resp.data
+        assert resp.is_json
+    con = store._con()
+    assert con.execute("SELECT COUNT(*) - COUNT(DISTINCT pair_id) FROM labels").fetchone()[0] == 0
+    rows = con.execute(
+        "SELECT o.pair_id, o.labeller, l.labeller FROM opinions o JOIN labels l USING(pair_id)"
+    ).fetchall()
+    for pair_id, _, _ in rows:
+        assert shows_twice(pair_id, 0.5)
+    # Agreement only ever compares two different people.
+    stats = store.labeller_stats()
+    assert stats.compared == sum(1 for _, second, first in rows if second != first) - sum(
+        1
+        for r in con.execute(
+            "SELECT 1 FROM opinions o JOIN labels l USING(pair_id) WHERE o.labeller != l.labeller"
+            " AND (o.answer = 'skip' OR l.answer = 'skip')"
+        )
+    )
+    # Reset for the next example (the fixture's store is shared by hypothesis' examples).
+    con.execute("DELETE FROM opinions")
+    con.execute("DELETE FROM labels")
