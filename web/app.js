@@ -27,7 +27,8 @@ import { renderLabellers, startAgentView } from "./agent.js";
   const MAX_RETRY_MS = 10000;
   const END_RETRY_MS = 250; // once the run has ended the server stays up only briefly
   const MAX_EXCLUDE = 100; // the server's limit on ?exclude=
-  const OUTBOX_KEY = "rlhf.outbox." + location.host;
+  // One outbox per link: named labellers sharing a browser never send each other's answers.
+  const OUTBOX_KEY = "rlhf.outbox." + location.host + linkTag(params.get("token"));
   const RATES = [0.25, 0.5, 1, 1.5, 2];
   const PAGE_ID = randomId(); // one per page load: two tabs are two pages to the server
   const ENDED_TITLES = {
@@ -41,6 +42,14 @@ import { renderLabellers, startAgentView } from "./agent.js";
     equal: "equally good",
     skip: "can't tell (skipped)",
   };
+
+  // A short tag of the link's token (FNV-1a), so the token itself is not written to storage.
+  function linkTag(token) {
+    if (!token) return "";
+    let h = 0x811c9dc5;
+    for (const c of token) h = Math.imul(h ^ c.charCodeAt(0), 0x01000193) >>> 0;
+    return "." + h.toString(16);
+  }
 
   function randomId() {
     const bytes = new Uint8Array(12);
