@@ -13,6 +13,7 @@ import pytest
 from rlhf.cli import parse
 from rlhf.config import Config, QueryConfig
 from rlhf.run_dir import create_run_dir
+from rlhf.store import LATEST_VERSION
 
 
 def _rlhf(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -173,7 +174,7 @@ def test_a_store_from_a_newer_rlhf_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == (
         f"rlhf: error: {run / 'labels.sqlite'} was written by a newer rlhf (store schema 7;"
-        " this rlhf reads up to 1): upgrade rlhf"
+        f" this rlhf reads up to {LATEST_VERSION}): upgrade rlhf"
     )
 
 
