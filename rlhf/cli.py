@@ -23,6 +23,7 @@ import tyro
 
 from rlhf import config_paths
 from rlhf.config import Config, ConfigError, VideoConfig, WebConfig
+from rlhf.record import Record
 from rlhf.reward_fit import RewardCommand
 from rlhf.runs_command import Export, Import, Runs
 from rlhf.sweep.command import Sweep
@@ -73,6 +74,7 @@ COMMANDS: dict[str, type] = {
     "export": Export,
     "import": Import,
     "reward": RewardCommand,
+    "record": Record,
 }
 
 Command = (
@@ -83,6 +85,7 @@ Command = (
     | Annotated[Export, tyro.conf.subcommand("export", prefix_name=False)]
     | Annotated[Import, tyro.conf.subcommand("import", prefix_name=False)]
     | Annotated[RewardCommand, tyro.conf.subcommand("reward", prefix_name=False)]
+    | Annotated[Record, tyro.conf.subcommand("record", prefix_name=False)]
 )
 
 
@@ -215,6 +218,10 @@ def main(argv: list[str] | None = None) -> None:
             from rlhf.runs_command import export_main, import_main
 
             (export_main if isinstance(command, Export) else import_main)(command)
+        elif isinstance(command, Record):
+            from rlhf.record import record_main
+
+            record_main(command)
         elif isinstance(command, RewardCommand):
             from rlhf.reward_fit import reward_main
 

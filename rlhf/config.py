@@ -19,6 +19,7 @@ import tyro
 
 from rlhf import config_paths
 from rlhf.config_ratings import DataConfig, RatingScale, RatingsConfig
+from rlhf.labellers import LabellerError, labeller_names
 
 
 class ConfigError(ValueError):
@@ -317,10 +318,25 @@ class WebConfig:
     """Open the labelling page in the default browser when the server starts."""
     finish_grace: float = 10.0
     """Seconds the labelling server keeps accepting answers still in flight after the run ends."""
+    labeller: Annotated[
+        tuple[str, ...], tyro.conf.UseAppendAction, tyro.conf.arg(metavar="NAME")
+    ] = ()
+    """A named labeller (repeat the flag for each): each gets an access link of their own,
+    printed on the terminal, and every label records who gave it. None: one anonymous labeller."""
+    labellers_file: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
+    """A file of labeller names, one a line (# comments), added to the --labeller names."""
+    overlap: float = 0.0
+    """With named labellers: the share of pairs also shown to a second labeller, to measure
+    how often two people agree (e.g. 0.1)."""
 
     def validate(self) -> None:
         _check(0 <= self.port <= 65535, "{web.port} must be in [0, 65535]")
         _check(self.finish_grace >= 0, "{web.finish_grace} must be >= 0")
+        _check(0 <= self.overlap <= 1, "{web.overlap} must be in [0, 1]")
+        try:  # reads --labellers-file
+            labeller_names(self.labeller, self.labellers_file)
+        except LabellerError as exc:
+            raise ConfigError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -373,6 +389,9 @@ class Config:
     on a stale reward (the page and the terminal say so). --no-feedback-pace: PPO runs freely."""
     task: str = ""
     """What to teach, in words (e.g. "run backwards"): shown above the videos, kept with the run."""
+    policy_clip_every: int = 10
+    """Human feedback: every this many iterations, a clip of the current policy (from its
+    rollout's recorded states) is rendered for the page and TensorBoard (videos/policy); 0: off."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Torch device for the networks; auto uses CUDA when present."""
     num_envs: int = 1
@@ -417,6 +436,7 @@ class Config:
         _check(self.torch_threads >= 1, "{torch_threads} must be >= 1")
         _check(self.checkpoint_every >= 0, "{checkpoint_every} must be >= 0")
         _check(self.checkpoint_minutes > 0, "{checkpoint_minutes} must be > 0")
+        _check(self.policy_clip_every >= 0, "{policy_clip_every} must be >= 0")
         self.env_kwargs_dict()
         _check(
             self.labels_from is None or self.reward == "learned",

@@ -41,6 +41,15 @@ class Logger:
         self.writer.add_scalar(key, value, step)
         self.latest[key] = float(value)
 
+    def gif(self, tag: str, gif: bytes, height: int, width: int, step: int) -> None:
+        """An animated GIF as TensorBoard's video summary (what ``add_video`` writes, without
+        the moviepy it needs to encode one)."""
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        image = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=gif)
+        summary = Summary(value=[Summary.Value(tag=tag, image=image)])
+        self.writer._get_file_writer().add_summary(summary, step)
+
     def scalars(self, values: dict[str, float], step: int) -> None:
         for key, value in values.items():
             self.scalar(key, value, step)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from rlhf import agent_view as view
 from rlhf.agent.collector import PolicyRollout, RolloutCollector
 from rlhf.agent.learner import PPOLearner
 from rlhf.agent.replay import ENV_REWARD, ReplayBuffer
@@ -84,6 +85,8 @@ class Trainer:
     longest_episode: int = 0
     replay: ReplayBuffer | None = None
     """SAC's replay buffer (None with PPO); see :mod:`rlhf.offpolicy`."""
+    clips_logged: int = 0
+    """The newest policy clip put in TensorBoard (see :mod:`rlhf.agent_view`)."""
 
     @property
     def iterations(self) -> int:
@@ -121,9 +124,29 @@ def learned_rewards(
 ) -> np.ndarray | None:
     """The preference stages of one iteration; returns the rollout's learned rewards (T, N)."""
     segments = preference_round(t, p, rollout, iteration)
-    if not p.reward.trained:
-        return None
-    return score_rollout(t, p, rollout.raw, segments)
+    rewards = score_rollout(t, p, rollout.raw, segments) if p.reward.trained else None
+    show_agent(t, p, rollout, segments, iteration)
+    return rewards
+
+
+def show_agent(
+    t: Trainer, p: Preferences, rollout: PolicyRollout, segments: list[Segment], iteration: int
+) -> None:
+    """The agent in view (:mod:`rlhf.agent_view`): the page's learning curve, a clip of the
+    policy every few iterations, and the clips drawn so far in TensorBoard."""
+    learned = segment_returns(p, segments) if p.reward.trained and segments else None
+    point = (rollout.episode_returns, learned, p.reward.val_accuracy)
+    t.clips_logged = view.show(
+        t.cfg, p.store, t.logger, iteration, t.collector.global_step, segments, point,
+        t.clips_logged,
+    )  # fmt: skip
+
+
+def segment_returns(p: Preferences, segments: list[Segment]) -> np.ndarray:
+    """Each segment's return under the learned reward."""
+    obs = np.concatenate([s.obs for s in segments])
+    learned = p.reward.score(obs, np.concatenate([s.actions for s in segments]))
+    return learned.reshape(len(segments), -1).sum(axis=1)
 
 
 def preference_round(
@@ -188,10 +211,8 @@ def score_rollout(
     rewards = p.reward.score(raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1))
     log_reward_quality(t.logger, rewards, raw.true_rewards.ravel(), raw.valid.ravel(), step)
     if segments:  # how well the reward ranks what the policy does now
-        learned = p.reward.score(
-            np.concatenate([s.obs for s in segments]), np.concatenate([s.actions for s in segments])
-        ).reshape(len(segments), -1)
-        log_ranking(t.logger, learned.sum(axis=1), [s.true_return for s in segments], step)
+        learned = segment_returns(p, segments)
+        log_ranking(t.logger, learned, [s.true_return for s in segments], step)
     return rewards.reshape(steps, n)
 
 

@@ -32,6 +32,7 @@ from rlhf.loop import (
     preference_round,
     record_iteration,
     score_rollout,
+    show_agent,
     write_checkpoint,
 )
 
@@ -85,6 +86,7 @@ def train_offpolicy(t: Trainer) -> None:
                 set_reward_source(t)  # a refitted reward reaches the whole buffer
             if t.prefs.reward.trained:  # how the reward does on what SAC does now
                 score_rollout(t, t.prefs, rollout.raw, segments)
+            show_agent(t, t.prefs, rollout, segments, iteration)
         record_iteration(t, rollout, stepper.stats)
         if t.clock.due(t.progress.iteration) and not t.stop.requested:
             write_checkpoint(t)

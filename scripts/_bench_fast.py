@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,8 @@ class FastResult:
     answers: int
     processes: int
     stored: int
+    policy_clips: int = 0
+    """Policy clips the render pool drew during the session (--policy-clip-s)."""
 
 
 def cheetah_pairs(n: int, steps: int = 40, seed: int = 0) -> list[Pair]:
@@ -104,8 +107,26 @@ def _answer_once(page, every_s: float) -> float:
     return (played - pressed) / 1000
 
 
-def bench_fast(workdir: Path, answers: int, every_s: float = 0.4) -> FastResult:
-    """One session of ``answers`` answers, ``every_s`` after each pair starts playing."""
+def queue_policy_clips(
+    store_path: Path, clips: list[Segment], every_s: float, stop: threading.Event
+) -> None:
+    """What the trainer does with ``--policy-clip-every``: a clip of the policy queued every
+    ``every_s`` seconds (the render pool draws it when idle, the page shows it)."""
+    store = LabelStore(store_path)
+    try:
+        for i, clip in enumerate(clips):
+            if stop.wait(every_s):
+                break
+            store.add_policy_clip(clip, iteration=i + 1, env_step=2048 * (i + 1))
+    finally:
+        store.close()
+
+
+def bench_fast(
+    workdir: Path, answers: int, every_s: float = 0.4, clip_every_s: float = 0.0
+) -> FastResult:
+    """One session of ``answers`` answers, ``every_s`` after each pair starts playing; with
+    ``clip_every_s``, a policy clip is queued that often meanwhile."""
     from playwright.sync_api import sync_playwright
 
     run = workdir / "fast"
@@ -116,6 +137,11 @@ def bench_fast(workdir: Path, answers: int, every_s: float = 0.4) -> FastResult:
     video = VideoConfig()
     ppo = start_ppo(workdir)
     waits: list[float] = []
+    stop = threading.Event()
+    if clip_every_s > 0:
+        clips = [p.left for p in cheetah_pairs(50, seed=1)]
+        args = (run / "labels.sqlite", clips, clip_every_s, stop)
+        threading.Thread(target=queue_policy_clips, args=args, daemon=True).start()
     try:
         time.sleep(5.0)  # PPO past its start-up, training
         with LabellingSession(run, WebConfig(), video, say=lambda _: None) as session:
@@ -131,8 +157,10 @@ def bench_fast(workdir: Path, answers: int, every_s: float = 0.4) -> FastResult:
             while store.counts().labelled < answers and time.monotonic() < deadline:
                 time.sleep(0.05)
             stored = store.counts().labelled
+            clips_drawn = len(store.policy_clips())
     finally:
+        stop.set()
         ppo.terminate()
         ppo.wait(30)
         store.close()
-    return FastResult(waits, answers, pool_size(video), stored)
+    return FastResult(waits, answers, pool_size(video), stored, clips_drawn)

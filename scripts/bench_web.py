@@ -177,6 +177,8 @@ def _fast_table(fast: FastResult) -> dict[str, str]:
     w = fast.waits_s
     print(f"\nfast labeller: {fast.answers} answers 0.4 s after each pair plays, PPO beside it,")
     print(f"{fast.processes} render processes; key press -> next pair playing")
+    if fast.policy_clips:
+        print(f"{fast.policy_clips} policy clips drawn meanwhile (the agent in view)")
     print(
         f"{'answers':>8}{'p50 s':>8}{'p90 s':>8}{'p99 s':>8}{'max s':>8}{'> 0.5 s':>9}{'stored':>8}"
     )
@@ -249,6 +251,12 @@ def main() -> None:
     parser.add_argument("--crowd-rounds", type=int, default=20, help="rounds per crowd labeller")
     parser.add_argument("--fast-answers", type=int, default=100, help="fast labeller's answers")
     parser.add_argument("--fast-only", action="store_true", help="only the fast labeller")
+    parser.add_argument(
+        "--policy-clip-s",
+        type=float,
+        default=0.0,
+        help="fast labeller: queue a policy clip (the agent in view) every this many seconds",
+    )
     args = parser.parse_args()
     labels = 10 if args.quick else args.labels
     rounds = 20 if args.quick else args.rounds
@@ -257,7 +265,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_web_") as tmp:
         work = Path(tmp)
         if not args.api_only:
-            fast = bench_fast(work, 20 if args.quick else args.fast_answers)
+            n = 20 if args.quick else args.fast_answers
+            fast = bench_fast(work, n, clip_every_s=args.policy_clip_s)
             if args.fast_only:
                 _fast_table(fast)
                 w = fast.waits_s

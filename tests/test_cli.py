@@ -13,7 +13,7 @@ import pytest
 from rlhf.cli import parse
 from rlhf.config import Config, QueryConfig
 from rlhf.run_dir import create_run_dir
-from rlhf.store.schema import LATEST_VERSION
+from rlhf.store import LATEST_VERSION
 
 
 def _rlhf(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

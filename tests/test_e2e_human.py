@@ -88,3 +88,10 @@ def test_human_feedback_run_trains_on_the_labels_it_was_given(tmp_path: Path) ->
     assert len(given) >= 4  # --feedback-wait held PPO until the initial labels arrived
     trainable = sum(1 for a in given.values() if a is not Answer.SKIP)
     assert summary["labels_used"] == trainable
+    # The agent in view: a curve point per iteration, a policy clip queued at the first.
+    store = LabelStore(tmp_path / "human" / "labels.sqlite")
+    assert [p.iteration for p in store.curve()] == [1, 2, 3]
+    assert store.curve()[-1].predicted_return is not None
+    clip = store.policy_clip(1)
+    assert clip is not None and clip.iteration == 1
+    store.close()

@@ -16,6 +16,7 @@
 import { $, setText } from "./dom.js";
 import { gradeOfKey, gradeText, isRating, renderGrades } from "./ratings.js";
 import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status.js";
+import { renderLabellers, startAgentView } from "./agent.js";
 
 (() => {
   const params = new URLSearchParams(location.search);
@@ -27,7 +28,8 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
   const MAX_RETRY_MS = 10000;
   const END_RETRY_MS = 250; // once the run has ended the server stays up only briefly
   const MAX_EXCLUDE = 100; // the server's limit on ?exclude=
-  const OUTBOX_KEY = "rlhf.outbox." + location.host;
+  // One outbox per link: named labellers sharing a browser never send each other's answers.
+  const OUTBOX_KEY = "rlhf.outbox." + location.host + linkTag(params.get("token"));
   const RATES = [0.25, 0.5, 1, 1.5, 2];
   const PAGE_ID = randomId(); // one per page load: two tabs are two pages to the server
   const ENDED_TITLES = {
@@ -41,6 +43,14 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
     equal: "equally good",
     skip: "can't tell (skipped)",
   };
+
+  // A short tag of the link's token (FNV-1a), so the token itself is not written to storage.
+  function linkTag(token) {
+    if (!token) return "";
+    let h = 0x811c9dc5;
+    for (const c of token) h = Math.imul(h ^ c.charCodeAt(0), 0x01000193) >>> 0;
+    return "." + h.toString(16);
+  }
 
   function randomId() {
     const bytes = new Uint8Array(12);
@@ -411,6 +421,7 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
     state.requested = s.labels_requested;
     state.total = s.total_labels;
     renderTrainer(s, state);
+    renderLabellers(s);
   }
 
   const renderProgress = () => renderProgressBar(state);
@@ -460,7 +471,7 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
 
   function toast(text, kind = "ok", ms = 1800) {
     const box = $("toasts");
-    while (box.children.length >= 3) box.firstChild.remove();
+    box.replaceChildren(); // one line of room: the newest toast replaces the one before
     const el = document.createElement("div");
     el.className = "toast " + kind;
     el.textContent = text;
@@ -598,6 +609,7 @@ import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status
     fillQueue();
     pollStatus();
     pump();
+    startAgentView(api);
     requestAnimationFrame(tick);
   }
 

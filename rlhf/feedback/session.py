@@ -88,7 +88,13 @@ class LabellingSession:
         except BaseException:
             self.stop()
             raise
-        self.say(f"Label pairs of {self.run_root.name} in your browser: {self.url}")
+        links = self._running().labeller_urls
+        if links:  # named labellers: one link each, nobody else's
+            self.say(f"Label pairs of {self.run_root.name}: one link per labeller")
+            for name, link in links.items():
+                self.say(f"  {name}: {link}")
+        else:
+            self.say(f"Label pairs of {self.run_root.name} in your browser: {self.url}")
         if self.web.open_browser:
             with contextlib.suppress(Exception):  # no browser here: the printed URL still works
                 webbrowser.open(self.url)
@@ -199,12 +205,14 @@ def serve_run(
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    lines: list[str] = []
+
+    def say(line: str) -> None:  # the hint once, on the first line (named labellers get more)
+        print(line if lines else f"{line}  (Ctrl-C to stop)", flush=True)
+        lines.append(line)
+
     session = LabellingSession(
-        run_root,
-        web,
-        video,
-        say=lambda line: print(f"{line}  (Ctrl-C to stop)", flush=True),
-        total_labels_hint=labels_hint(run_root),
+        run_root, web, video, say=say, total_labels_hint=labels_hint(run_root)
     )
     try:
         with session:

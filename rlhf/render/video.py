@@ -37,6 +37,7 @@ __all__ = [
     "segment_frames",
     "set_camera",
     "write_pair_video",
+    "write_video",
 ]
 
 SEPARATOR_PX = 4
@@ -84,7 +85,7 @@ def write_pair_video(
 
 
 def write_video(frames: np.ndarray, path: str | os.PathLike, fps: float, crf: int = 23) -> Path:
-    """Write (T, H, W, 3) uint8 frames (H, W even) as an H.264 MP4, atomically."""
+    """Write (T, H, W, 3) uint8 frames (H and W even) as a browser-playable H.264 MP4, atomically."""
     import imageio_ffmpeg
 
     path = Path(path)

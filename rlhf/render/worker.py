@@ -22,6 +22,7 @@ from types import TracebackType
 
 from rlhf.config import VideoConfig
 from rlhf.envs.make import ENV_KWARGS_META
+from rlhf.render.errors import one_line
 from rlhf.render.gl import _settle_gl_backend, probe_gl_backend, select_gl_backend
 from rlhf.render.video import Renderer, render_clip_video, render_pair_video
 from rlhf.store import RATING, VIDEO_FAILED, VIDEO_PENDING, VIDEO_READY, LabelStore, PairRecord
@@ -46,12 +47,6 @@ def pool_size(cfg: VideoConfig, cpus: int | None = None) -> int:
         return cfg.render_processes
     cpus = cpus or os.cpu_count() or 1
     return max(2, min(MAX_PROCESSES, cpus - 1))
-
-
-def one_line(exc: BaseException, limit: int = 300) -> str:
-    """``Type: message`` on one line, cut to ``limit`` characters (for the store and the UI)."""
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def render_one(
@@ -113,8 +108,12 @@ def _worker_main(
     index: int = 0,
 ) -> None:
     """Entry point of worker process ``index`` of the pool."""
-    # Ctrl-C reaches the whole process group; the parent decides when the worker stops.
+    # Ctrl-C reaches the whole process group; the parent decides when the worker stops. So
+    # does a SIGTERM sent to the group (timeout, a service manager): a worker killed inside the
+    # stop event's wait would leave the parent's Event.set() blocked forever. A worker that
+    # does not stop when asked is killed by stop() (SIGKILL), and one whose parent died exits.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     note = _settle_gl_backend()
     from rlhf.envs import quiet_mujoco_warnings
 
@@ -138,12 +137,33 @@ def _worker_main(
             except Exception as exc:  # e.g. a database locked past its timeout: retry later
                 log.warning("render worker: %s", one_line(exc))
                 claimed = 0
+            if not claimed and index == 0:  # idle: the agent in view, one process is enough
+                claimed = _render_policy(store, Path(videos_dir), cfg, renderers)
             if not claimed:
                 stop.wait(poll_interval)
     finally:
         for renderer in renderers.values():
             renderer.close()
         store.close()
+
+
+def _render_policy(
+    store: LabelStore, videos_dir: Path, cfg: VideoConfig, renderers: dict[str, Renderer]
+) -> int:
+    """Render the newest pending policy clip, if any; returns how many were claimed (0 or 1)."""
+    from rlhf.render.policy import render_policy_clip
+
+    try:
+        clip = store.claim_policy_clip()
+        if clip is None:
+            return 0
+        render_policy_clip(
+            store, clip, videos_dir, cfg, renderers, store.get_meta(ENV_KWARGS_META) or None
+        )
+    except Exception as exc:  # e.g. a database locked past its timeout: retry later
+        log.warning("render worker (policy clip): %s", one_line(exc))
+        return 0
+    return 1
 
 
 class RenderWorker:
@@ -188,6 +208,7 @@ class RenderWorker:
         store = LabelStore(self.store_path)
         try:
             store.reset_stale_renders()
+            store.reset_stale_policy_clips()
         finally:
             store.close()
         self._stop = self._ctx.Event()

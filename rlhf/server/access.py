@@ -67,7 +67,9 @@ def check_access() -> None:
     state = server_state()
     if state.stopped:
         raise ApiError(503, "stopped", "The labelling server is shutting down.")
-    if state.token is None:
+    if state.labellers is not None:
+        _check_labeller_token(state.labellers)
+    elif state.token is None:
         # No token means loopback only: refuse foreign Host headers (DNS rebinding).
         if not is_loopback(_hostname(request.host)):
             raise ApiError(403, "forbidden_host", "This server only answers on localhost.")
@@ -82,6 +84,23 @@ def check_access() -> None:
         g.set_token_cookie = from_query
     if request.method not in ("GET", "HEAD", "OPTIONS") and not _same_origin():
         raise ApiError(403, "cross_origin", "Cross-origin requests are not allowed.")
+
+
+def _check_labeller_token(labellers: dict[str, str]) -> None:
+    """Named labellers: the request must carry one labeller's token, which says who it is."""
+    supplied, from_query = _supplied_token()
+    if not supplied:
+        raise ApiError(401, "token_required", "Open your own link, printed in the terminal.")
+    # Compare with every token (not a dict lookup) so the time taken says nothing about them.
+    found = None
+    for token, name in labellers.items():
+        if secrets.compare_digest(supplied.encode(), token.encode()):
+            found = name
+    if found is None:
+        raise ApiError(403, "bad_token", "Wrong access token.")
+    g.labeller = found
+    g.labeller_token = supplied
+    g.set_token_cookie = from_query
 
 
 # What browsers send in Sec-Fetch-Site for a request a page of this origin made, or that the
@@ -115,8 +134,9 @@ def _origin_key(url: str) -> tuple[str, str, int] | None:
 
 def finish_response(resp: Response) -> Response:
     state = server_state()
-    if g.get("set_token_cookie") and state.token:
-        resp.set_cookie(TOKEN_COOKIE, state.token, httponly=True, samesite="Strict", path="/")
+    cookie_token = g.get("labeller_token") or state.token
+    if g.get("set_token_cookie") and cookie_token:
+        resp.set_cookie(TOKEN_COOKIE, cookie_token, httponly=True, samesite="Strict", path="/")
     if g.get("new_labeller"):
         resp.set_cookie(
             LABELLER_COOKIE, g.labeller, httponly=True, samesite="Strict", path="/",

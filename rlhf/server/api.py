@@ -14,12 +14,20 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, send_file
 
+from rlhf.render.paths import POLICY_DIR
 from rlhf.server.access import labeller
+from rlhf.server.named import label_as, second_look
 from rlhf.server.openapi import MAX_EXCLUDE_IDS as MAX_EXCLUDE
 from rlhf.server.openapi import MAX_OUTBOX_REPORT as MAX_OUTBOX
 from rlhf.server.openapi import openapi_document
 from rlhf.server.pages import PAGE_HEADER, valid_page_id
-from rlhf.server.payloads import pair_payload, rating_scale, status_payload, waiting
+from rlhf.server.payloads import (
+    pair_payload,
+    policy_payload,
+    rating_scale,
+    status_payload,
+    waiting,
+)
 from rlhf.server.state import ApiError, ServerState, server_state
 from rlhf.store import (
     MAX_ROW_ID,
@@ -94,7 +102,15 @@ def api_next() -> Response:
     exclude = _parse_exclude(request.args.get("exclude", ""))
     who = labeller()
     assert who is not None
-    recs = [] if state.closing else _lease_next(state, exclude, who)
+    # Named labellers: a second look at an overlap pair first, to measure agreement while the
+    # pair is fresh (not leased: it is already labelled, nobody else is handed it for that).
+    again = None
+    if not state.closing and state.labellers is not None:
+        again = second_look(state, exclude, who)
+    if again is not None:
+        recs = [again]
+    else:
+        recs = [] if state.closing else _lease_next(state, exclude, who)
     if recs:
         pair = pair_payload(recs[0], state.store)
         return jsonify({"pair": pair, **pair, "state": "ready", "reason": None})
@@ -160,9 +176,12 @@ def api_label() -> Response:
     if "grade" in body:
         return _rate(state, pair_id, body["grade"], response_ms)
     try:
-        new = state.store.add_label(
-            pair_id, answer, source="human", labeller=labeller(), response_ms=response_ms
-        )
+        if state.labellers is not None:
+            new = label_as(state, pair_id, answer, response_ms, labeller() or "")
+        else:
+            new = state.store.add_label(
+                pair_id, answer, source="human", labeller=labeller(), response_ms=response_ms
+            )
     except WrongKind:
         raise ApiError(409, "wrong_kind", f"Query {pair_id} asks for a grade.") from None
     except UnknownPair:
@@ -231,16 +250,25 @@ def _rate(state: ServerState, query_id: int, grade: object, response_ms: int | N
 def api_undo() -> Response:
     state = server_state()
     who = labeller(create=False)
-    rec = state.store.undo_last(source="human", labeller=who) if who else None
-    if rec is None or who is None:
+    undone = None
+    if who is not None and state.labellers is not None:
+        undone = state.store.undo_latest_of(who)  # named: labels, grades and second opinions
+    elif who is not None:
+        rec = state.store.undo_last(source="human", labeller=who)
+        if isinstance(rec, RatingRecord):
+            grade = rec.grade
+            undone = (
+                rec.pair_id,
+                {"answer": "grade" if grade is not None else "skip", "grade": grade},
+            )
+        elif rec is not None:
+            undone = rec.pair_id, {"answer": rec.answer.value}
+    if undone is None or who is None:
         raise ApiError(409, "nothing_to_undo", "There is no label of yours to undo.")
+    pair_id, answer = undone
     with state.leases.lock:
-        state.leases.take([rec.pair_id], who, time.monotonic())
-    pair = pair_payload(state.store.get_pair_record(rec.pair_id), state.store)
-    if isinstance(rec, RatingRecord):
-        answer = {"answer": "grade" if rec.grade is not None else "skip", "grade": rec.grade}
-    else:
-        answer = {"answer": rec.answer.value}
+        state.leases.take([pair_id], who, time.monotonic())
+    pair = pair_payload(state.store.get_pair_record(pair_id), state.store)
     return jsonify(
         {
             "undone": True,
@@ -275,4 +303,24 @@ def _video_file(state: ServerState, pair_id: int) -> Path:
 @bp.get(f"/videos/<int(min=1, max={MAX_ROW_ID}):pair_id>.mp4")
 def video(pair_id: int) -> Response:
     path = _video_file(server_state(), pair_id)
+    return send_file(path, mimetype="video/mp4", conditional=True, max_age=0)
+
+
+@bp.get("/api/policy")
+def api_policy() -> Response:
+    """The agent in view: the latest clip of the policy, and the learning curve."""
+    return jsonify(policy_payload(server_state().store))
+
+
+@bp.get(f"/policy/<int(min=1, max={MAX_ROW_ID}):clip_id>.mp4")
+def policy_video(clip_id: int) -> Response:
+    """A policy clip, found through the store and only ever inside ``videos/policy``."""
+    state = server_state()
+    clip = state.store.policy_clip(clip_id)
+    if clip is None or clip.video_status != VIDEO_READY or not clip.video_path:
+        raise ApiError(404, "video_not_ready", f"Policy clip {clip_id} is not ready.")
+    root = (state.videos_dir / POLICY_DIR).resolve()
+    path = Path(clip.video_path).resolve()
+    if not (path.is_relative_to(root) and path.suffix == ".mp4" and path.is_file()):
+        raise ApiError(404, "video_missing", f"Policy clip {clip_id} is missing.")
     return send_file(path, mimetype="video/mp4", conditional=True, max_age=0)

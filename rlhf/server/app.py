@@ -22,7 +22,7 @@ from rlhf.store import LabelStore
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024
-PAGE_FILES = ("index.html", "app.js", "dom.js", "ratings.js", "status.js", "style.css")
+PAGE_FILES = ("index.html", "app.js", "agent.js", "dom.js", "ratings.js", "status.js", "style.css")
 
 
 def web_dir() -> Path:
@@ -50,6 +50,8 @@ def create_app(
     total_labels_hint: int | None = None,
     lease_s: float = LEASE_SECONDS,
     watch_command: str | None = None,
+    labellers: dict[str, str] | None = None,
+    overlap: float = 0.0,
 ) -> Flask:
     """Build the labelling app.
 
@@ -61,6 +63,8 @@ def create_app(
         total_labels_hint: labels requested over the run, shown until the trainer reports its own.
         lease_s: how long a pair handed to one labeller is kept from the others.
         watch_command: how to watch the run's learning curves, shown when the run has ended.
+        labellers: named labellers as ``{token: name}``; each request must carry one's token.
+        overlap: with named labellers, the share of pairs shown to a second labeller.
     """
     folder = web_dir()
     app = Flask(__name__, static_folder=str(folder), static_url_path="/static")
@@ -79,6 +83,8 @@ def create_app(
         watch_command=watch_command,
         leases=Leases(lease_s),
         pages=Pages(),
+        labellers=labellers,
+        overlap=overlap,
     )
     access.install(app)
 

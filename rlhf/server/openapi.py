@@ -110,6 +110,20 @@ _STATUS = _object(
         "run_name": _nullable("string"),
         "env_id": _nullable("string"),
         "task": _nullable("string"),
+        "labeller": {**_nullable("string"), "description": "Your name (named labellers)."},
+        "labellers": {"oneOf": [{"type": "null"}, _ref("Labellers")]},
+    }
+)
+_LABELLERS = _object(
+    {
+        "you": _nullable("string"),
+        "counts": {
+            "type": "array",
+            "items": _object({"name": {"type": "string"}, "labels": _int()}),
+        },
+        "compared": _int(),
+        "agreement": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+        "overlap": {"type": "number", "minimum": 0, "maximum": 1},
     }
 )
 _READY = _object(
@@ -185,6 +199,35 @@ _UNDO_REPLY = _object(
         "labels_done": _int(),
     },
     required=["undone", "answer", "pair", "pair_id", "video_url", "iteration", "labels_done"],
+)
+_POLICY = _object(
+    {
+        "clip": {
+            "oneOf": [
+                {"type": "null"},
+                _object(
+                    {
+                        "clip_id": _int(1, MAX_ROW_ID),
+                        "iteration": _int(),
+                        "env_step": _int(),
+                        "video_url": {"type": "string", "pattern": "^/policy/[0-9]+\\.mp4$"},
+                    }
+                ),
+            ]
+        },
+        "curve": {
+            "type": "array",
+            "items": _object(
+                {
+                    "iteration": _int(),
+                    "env_step": _int(),
+                    "true_return": _nullable("number"),
+                    "predicted_return": _nullable("number"),
+                    "accuracy": _nullable("number"),
+                }
+            ),
+        },
+    }
 )
 _ERROR = _object(
     {
@@ -280,6 +323,32 @@ _PATHS: dict[str, Any] = {
             },
         }
     },
+    "/api/policy": {
+        "get": {
+            "summary": "The agent in view: the latest clip of the policy and the learning curve.",
+            "responses": _responses(_json(_ref("Policy"), "The clip (null before the first).")),
+        }
+    },
+    "/policy/{clip_id}.mp4": {
+        "get": {
+            "summary": "A clip of the policy, once it is rendered.",
+            "parameters": [
+                {"name": "clip_id", "in": "path", "required": True, "schema": _int(1, MAX_ROW_ID)}
+            ],
+            "responses": {
+                **_responses(
+                    {
+                        "description": "The video (byte ranges are supported: 206, 416).",
+                        "content": {"video/mp4": {"schema": {"type": "string"}}},
+                    },
+                    404,
+                    416,
+                ),
+                "206": {"description": "Part of the video.", "content": {"video/mp4": {}}},
+                "304": {"description": "Not modified."},
+            },
+        }
+    },
     "/api/openapi.json": {
         "get": {
             "summary": "This document.",
@@ -310,6 +379,8 @@ def openapi_document() -> dict[str, Any]:
                 {
                     "Pair": _PAIR,
                     "Status": _STATUS,
+                    "Labellers": _LABELLERS,
+                    "Policy": _POLICY,
                     "NextReady": _READY,
                     "NextWaiting": _WAITING,
                     "LabelRequest": _LABEL_REQUEST,

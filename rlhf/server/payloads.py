@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rlhf.server.named import labeller_name, labellers_payload
 from rlhf.server.state import ServerState
 from rlhf.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import RATING, SCALE_META, LabelStore, PairRecord
@@ -88,6 +89,33 @@ def status_payload(state: ServerState) -> dict[str, Any]:
         "run_name": _str_meta(store, "run_name"),
         "env_id": _str_meta(store, "env_id"),
         "task": _str_meta(store, "task"),
+        "labeller": labeller_name(state),
+        "labellers": labellers_payload(state, labeller_name(state)),
+    }
+
+
+def policy_payload(store: LabelStore) -> dict[str, Any]:
+    """``GET /api/policy``: the latest policy clip (None before the first) and the curve."""
+    clip = store.latest_policy_clip()
+    return {
+        "clip": None
+        if clip is None
+        else {
+            "clip_id": clip.id,
+            "iteration": clip.iteration,
+            "env_step": clip.env_step,
+            "video_url": f"/policy/{clip.id}.mp4",
+        },
+        "curve": [
+            {
+                "iteration": p.iteration,
+                "env_step": p.env_step,
+                "true_return": p.true_return,
+                "predicted_return": p.predicted_return,
+                "accuracy": p.accuracy,
+            }
+            for p in store.curve()
+        ],
     }
 
 

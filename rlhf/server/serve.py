@@ -23,6 +23,7 @@ from waitress.channel import HTTPChannel
 from waitress.server import create_server
 
 from rlhf.config import WebConfig
+from rlhf.labellers import TOKENS_META, labeller_names, labeller_tokens
 from rlhf.server.access import is_loopback
 from rlhf.server.app import create_app
 from rlhf.server.state import ServerState
@@ -65,6 +66,8 @@ class ServerHandle:
     _thread: threading.Thread = field(repr=False)
     _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _stopped: threading.Event = field(default_factory=threading.Event, repr=False)
+    labeller_urls: dict[str, str] = field(default_factory=dict, repr=False)
+    """Named labellers: each one's own link (with their token)."""
 
     @property
     def local_url(self) -> str:
@@ -190,7 +193,19 @@ def serve_in_thread(
     token = cfg.token
     if token is None and not is_loopback(cfg.host):
         token = secrets.token_urlsafe(24)
-    app = create_app(store, Path(videos_dir), token, total_labels_hint, watch_command=watch_command)
+    names = labeller_names(cfg.labeller, cfg.labellers_file)
+    tokens = labeller_tokens(names, store.get_meta(TOKENS_META)) if names else {}
+    if tokens:  # kept with the run: the links stay the same across serve and --resume
+        store.set_meta(TOKENS_META, tokens)
+    app = create_app(
+        store,
+        Path(videos_dir),
+        token,
+        total_labels_hint,
+        watch_command=watch_command,
+        labellers={tok: name for name, tok in tokens.items()} if tokens else None,
+        overlap=cfg.overlap,
+    )
     sock = _bind(cfg.host, cfg.port)
     socket_map: dict[int, Any] = {}
     try:
@@ -215,5 +230,9 @@ def serve_in_thread(
     thread = threading.Thread(target=server.run, name="rlhf-web", daemon=True)
     thread.start()
     shown = _public_address() if cfg.host in ("0.0.0.0", "::", "") else cfg.host
-    url = f"http://{_bracket(shown)}:{port}/" + (f"?token={token}" if token else "")
-    return ServerHandle(url, cfg.host, port, token, app, server, socket_map, thread)
+    base = f"http://{_bracket(shown)}:{port}/"
+    url = base + (f"?token={token}" if token and not tokens else "")
+    urls = {name: f"{base}?token={tok}" for name, tok in tokens.items()}
+    return ServerHandle(
+        url, cfg.host, port, token, app, server, socket_map, thread, labeller_urls=urls
+    )

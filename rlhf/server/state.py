@@ -40,6 +40,8 @@ class ServerState:
         pages: which pages are open and whether they still hold answers.
         closing_since: when the end-of-run grace period began (``time.monotonic()``), or None.
         stopped: set just before the server closes; requests still arriving get a 503.
+        labellers, overlap: named labellers (each request carries one's token) and the share of
+            pairs shown to two of them.
     """
 
     store: LabelStore
@@ -51,6 +53,10 @@ class ServerState:
     pages: Pages
     closing_since: float | None = None
     stopped: bool = False
+    labellers: dict[str, str] | None = None
+    """Named labellers as ``{token: name}`` (see :mod:`rlhf.labellers`); None: anonymous."""
+    overlap: float = 0.0
+    """With named labellers, the share of pairs also shown to a second labeller."""
 
     @property
     def closing(self) -> bool:

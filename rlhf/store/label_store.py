@@ -7,6 +7,8 @@ import sqlite3
 import time
 from typing import Any
 
+from rlhf.store.opinions import OpinionStore
+from rlhf.store.policy import PolicyStore
 from rlhf.store.ratings import RatingWriter
 from rlhf.store.records import (
     VIDEO_FAILED,
@@ -25,7 +27,7 @@ from rlhf.store.videos import LIVE
 from rlhf.types import Answer, LabelMeta, Pair, Preference, Rating, Segment
 
 
-class LabelStore(RatingWriter):
+class LabelStore(RatingWriter, OpinionStore, PolicyStore):
     """Thread-safe handle on a run's ``labels.sqlite``; each thread gets its own connection."""
 
     # -- metadata ------------------------------------------------------------------------------

@@ -88,7 +88,45 @@ def _add_ratings(con: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _add_ratings)
+_SCHEMA_V3 = (
+    # Second opinions: a pair shown to another named labeller on purpose (--overlap), to measure
+    # agreement. ``labels`` stays one row per pair (what the reward trains on).
+    """CREATE TABLE IF NOT EXISTS opinions (
+    pair_id INTEGER NOT NULL REFERENCES pairs(id),
+    labeller TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    response_ms INTEGER,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (pair_id, labeller)
+)""",
+    # Clips of the current policy (the agent in view), rendered by the render workers.
+    """CREATE TABLE IF NOT EXISTS policy_clips (
+    id INTEGER PRIMARY KEY,
+    segment_id INTEGER NOT NULL REFERENCES segments(id),
+    iteration INTEGER NOT NULL,
+    env_step INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    video_status TEXT NOT NULL DEFAULT 'pending',
+    video_path TEXT,
+    video_error TEXT
+)""",
+    # The learning curve the page draws: one point per iteration, thinned to a bounded size.
+    """CREATE TABLE IF NOT EXISTS curve (
+    iteration INTEGER PRIMARY KEY,
+    env_step INTEGER NOT NULL,
+    true_return REAL,
+    predicted_return REAL,
+    accuracy REAL
+)""",
+)
+
+
+def _create_v3(con: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V3:
+        con.execute(statement)
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _add_ratings, _create_v3)
 """``MIGRATIONS[k - 1]`` brings version k-1 to k; append, never edit a shipped one."""
 
 LATEST_VERSION = len(MIGRATIONS)

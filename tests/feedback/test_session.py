@@ -6,6 +6,7 @@ import json
 import socket
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,7 @@ class _Recorder:
         class FakeServer:
             url = "http://127.0.0.1:1234/"
             local_url = "http://127.0.0.1:1234"
+            labeller_urls = types.MappingProxyType({})  # no named labellers
 
             def stop(self, grace: float = 0.0) -> None:
                 calls.append(f"server.stop({grace})")

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -210,4 +211,19 @@ def test_render_round_renders_a_clip_to_rate_alone(tmp_path) -> None:
     reader = imageio_ffmpeg.read_frames(rec.video_path)
     assert next(reader)["size"] == (CFG.width, CFG.height)  # one clip, not two side by side
     reader.close()
+
+
+def test_a_sigterm_to_the_whole_group_never_hangs_the_stop(tmp_path) -> None:
+    """``timeout`` or a service manager sends SIGTERM to the process group: the workers must
+    not die inside the stop event's wait, which would leave the parent's stop() blocked."""
+    store = LabelStore(tmp_path / "labels.sqlite")
+    worker = RenderWorker(tmp_path / "labels.sqlite", tmp_path / "videos", CFG, poll_interval=0.05)
+    worker.start()
+    time.sleep(3.0)  # the workers are up, waiting on the stop event between polls
+    for pid in worker.pids:
+        os.kill(pid, signal.SIGTERM)
+    done = threading.Event()
+    stopper = threading.Thread(target=lambda: (worker.stop(), done.set()), daemon=True)
+    stopper.start()
+    assert done.wait(30), "stop() hung after the workers got SIGTERM"
     store.close()

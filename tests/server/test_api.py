@@ -281,6 +281,8 @@ def test_status_reports_store_and_trainer_figures(client: FlaskClient, web_run: 
         "run_name": "cheetah-1",
         "env_id": "HalfCheetah-v5",
         "task": None,
+        "labeller": None,
+        "labellers": None,
     }
     # The trainer's own total wins over the hint.
     status = TrainerStatus(Phase.WAITING, labels_requested=25, labels_total=700)

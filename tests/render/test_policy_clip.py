@@ -1,0 +1,61 @@
+"""The agent in view: the idle render worker draws the newest policy clip (MP4 + GIF), the
+trainer logs it to TensorBoard under videos/policy, and the curve stays bounded."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlhf import agent_view
+from rlhf.logger import Logger
+from rlhf.render.worker import RenderWorker
+from rlhf.store import LabelStore
+from rlhf.store.policy import MAX_CURVE_POINTS, VIDEO_DROPPED
+from tests.render.test_worker import CFG, STEPS, _decoded_frames, _good_pairs, _wait_for
+
+
+def _tb_tags(log_dir) -> dict[str, list[int]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(log_dir), size_guidance={"images": 0})
+    acc.Reload()
+    return {tag: [e.step for e in acc.Images(tag)] for tag in acc.Tags()["images"]}
+
+
+def test_worker_draws_the_newest_clip_and_the_trainer_logs_it(tmp_path) -> None:
+    store = LabelStore(tmp_path / "labels.sqlite")
+    pairs = _good_pairs(2)
+    old = store.add_policy_clip(pairs[0].left, iteration=1, env_step=2048)
+    new = store.add_policy_clip(pairs[1].left, iteration=11, env_step=22528)
+    with RenderWorker(tmp_path / "labels.sqlite", tmp_path / "videos", CFG, poll_interval=0.05):
+        _wait_for(lambda: store.latest_policy_clip() is not None)
+    clip = store.latest_policy_clip()
+    assert clip is not None and clip.id == new  # only what the policy does now is drawn
+    assert store.policy_clip(old).video_status == VIDEO_DROPPED
+    assert _decoded_frames(clip.video_path) == STEPS
+    assert clip.video_path.endswith(f"videos/policy/{new}.mp4")
+
+    logger = Logger(tmp_path / "tb", 1000, progress=False)
+    assert agent_view.log_clips(logger, store, after=0) == new
+    assert agent_view.log_clips(logger, store, after=new) == new  # each clip once
+    logger.close()
+    assert _tb_tags(tmp_path / "tb") == {"videos/policy": [22528]}
+    store.close()
+
+
+def test_the_curve_keeps_recent_points_dense_and_its_size_bounded(tmp_path) -> None:
+    store = LabelStore(tmp_path / "labels.sqlite")
+    for i in range(1, 1001):
+        agent_view.record_point(store, i, 2048 * i, [float(i)], np.array([0.5, 1.5]), None)
+    points = store.curve()
+    assert MAX_CURVE_POINTS // 2 <= len(points) <= MAX_CURVE_POINTS
+    assert points[-1].iteration == 1000 and points[-1].predicted_return == 1.0
+    assert [p.iteration for p in points[-50:]] == list(range(951, 1001))
+    agent_view.record_point(store, 1001, 0, [], None, float("nan"))
+    last = store.curve()[-1]
+    assert (last.true_return, last.predicted_return, last.accuracy) == (None, None, None)
+    store.close()
+
+
+def test_clips_are_due_first_early_then_every_few_iterations() -> None:
+    assert [i for i in range(1, 25) if agent_view.clip_due(i, 10)] == [1, 11, 21]
+    assert not any(agent_view.clip_due(i, 0) for i in range(1, 25))
