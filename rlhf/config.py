@@ -229,7 +229,7 @@ class QueryConfig:
     in its place; 0: never."""
     half_rate_steps: Annotated[int | None, tyro.conf.arg(metavar="STEPS")] = None
     """Env steps after which the rate of new queries has halved (it decays like 1/T); default:
-    a quarter of --total-timesteps."""
+    a quarter of --total-timesteps, at most 75,000 (labels early, while the policy changes most)."""
 
     def validate(self) -> None:
         _check(self.total_labels >= 0, "{query.total_labels} must be >= 0")

@@ -114,8 +114,12 @@ class QuerySchedule:
         initial_fraction: share due up front, in [0, 1].
         total_timesteps: env steps of the whole run.
         half_rate_fraction: ``t_half`` as a fraction of ``total_timesteps``: the rate has halved
-            by then (0.25: the last label comes at a fifth of the first rate).
-        half_rate_steps: ``t_half`` in env steps (overrides ``half_rate_fraction``).
+            by then (0.25: the last label comes at a fifth of the first rate)...
+        max_half_rate_steps: ...but never later than this many env steps: the reward must be
+            right while the policy changes fastest, whatever the run's length (measured: at 1M
+            steps, a quarter of the run starved the first 100k steps of labels and HalfCheetah
+            reached 0.66x true-reward PPO; 75k steps, as a 300k run has, gave 1.5x).
+        half_rate_steps: ``t_half`` in env steps (overrides both).
     """
 
     def __init__(
@@ -125,13 +129,14 @@ class QuerySchedule:
         total_timesteps: int,
         half_rate_fraction: float = 0.25,
         half_rate_steps: int | None = None,
+        max_half_rate_steps: int = 75_000,
     ) -> None:
         if total_labels < 0 or not 0 <= initial_fraction <= 1 or half_rate_fraction <= 0:
             raise ValueError("need total_labels >= 0, initial_fraction in [0, 1], half_rate > 0")
         self.total_labels = total_labels
         self.initial = min(total_labels, round(initial_fraction * total_labels))
         self.total_timesteps = total_timesteps
-        self.t_half = half_rate_fraction * max(total_timesteps, 1)
+        self.t_half = min(half_rate_fraction * max(total_timesteps, 1), max_half_rate_steps)
         if half_rate_steps is not None:
             self.t_half = float(half_rate_steps)
 

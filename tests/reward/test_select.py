@@ -95,6 +95,18 @@ def test_schedule_rate_decays():
     assert last / first == pytest.approx(0.2, rel=0.05)
 
 
+def test_schedule_halves_its_rate_by_75k_steps_however_long_the_run() -> None:
+    # A long run asks as many labels early as a 300k-step run does, not a share of its length.
+    short = QuerySchedule(700, 0.25, 300_000)
+    long = QuerySchedule(700, 0.25, 1_000_000)
+    assert short.t_half == long.t_half == 75_000
+    assert QuerySchedule(700, 0.25, 100_000).t_half == 25_000  # short runs: a quarter, as before
+    assert long.due(100_000) > QuerySchedule(700, 0.25, 1_000_000, max_half_rate_steps=10**9).due(
+        100_000
+    )
+    assert QuerySchedule(700, 0.25, 1_000_000, half_rate_steps=250_000).t_half == 250_000
+
+
 @pytest.mark.parametrize(
     "total, fraction, expected_start",
     [(0, 0.25, 0), (10, 1.0, 10), (10, 0.0, 0), (3, 0.5, 2)],
