@@ -85,6 +85,7 @@ _PAIR = _object(
 _STATUS = _object(
     {
         "labels_done": _int(),
+        "labels_imported": _int(),
         "labels_requested": _int(nullable=True),
         "total_labels": _int(nullable=True),
         "pending": _int(),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rlhf.seed_labels import imported_pairs
 from rlhf.server.named import labeller_name, labellers_payload
 from rlhf.server.state import ServerState
 from rlhf.status import STATUS_KEY, Phase, TrainerStatus
@@ -55,15 +56,18 @@ def status_payload(state: ServerState) -> dict[str, Any]:
     # Its figure is as old as its last status update, while every stored pair has been requested
     # (and only a pair can be labelled): never report fewer requested than that, so the page
     # never shows "12 of 10".
+    # Labels copied from --labels-from were never asked here: the page counts this run's own.
+    imported = imported_pairs(store)
     requested = (trainer.labels_requested if trainer is not None else 0) or hint or 0
-    requested = max(requested, counts.pairs) or None
+    requested = max(requested, counts.pairs - imported) or None
     total = trainer.labels_total if trainer is not None else 0
 
     def figure(name: str) -> int | float | None:
         return None if trainer is None else getattr(trainer, name)
 
     return {
-        "labels_done": counts.labelled,
+        "labels_done": counts.labelled - imported,
+        "labels_imported": imported,
         "labels_requested": requested,
         "total_labels": total or hint,
         "pending": counts.pending_video,
@@ -71,7 +75,7 @@ def status_payload(state: ServerState) -> dict[str, Any]:
         "equal": counts.equal,
         "skipped": counts.skipped,
         "failed": counts.failed,
-        "pairs": counts.pairs,
+        "pairs": counts.pairs - imported,
         "iteration": figure("iteration"),
         "env_steps": figure("env_steps"),
         "total_timesteps": figure("total_timesteps"),

@@ -256,6 +256,7 @@ def test_status_reports_store_and_trainer_figures(client: FlaskClient, web_run: 
     assert resp.headers["Cache-Control"] == "no-store"
     assert resp.get_json() == {
         "labels_done": 3,
+        "labels_imported": 0,
         "labels_requested": 25,
         "total_labels": 10,
         "pending": 1,
@@ -288,6 +289,19 @@ def test_status_reports_store_and_trainer_figures(client: FlaskClient, web_run: 
     status = TrainerStatus(Phase.WAITING, labels_requested=25, labels_total=700)
     store.set_meta(STATUS_KEY, status.to_json())
     assert client.get("/api/status").get_json()["total_labels"] == 700
+
+
+def test_status_counts_this_runs_labels_not_those_copied_by_labels_from(
+    client: FlaskClient, web_run: Run
+) -> None:
+    store, _ = web_run
+    # As --labels-from leaves a store: copied pairs labelled with source "import", and the meta.
+    store.set_meta("labels_from", {"source": "old-run", "pairs": 2})
+    for pair_id in (1, 2):
+        store.add_label(pair_id, Answer.LEFT, source="import")
+    assert _label(client, 3, "right").status_code == 200
+    status = client.get("/api/status").get_json()
+    assert (status["labels_done"], status["labels_imported"], status["pairs"]) == (1, 2, 2)
 
 
 @pytest.mark.parametrize("value", [{"phase": "training reward"}, {"iteration": 3}, "x", [1], 7])
