@@ -46,11 +46,28 @@ def replace_atomic(
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        cause = _os_error_behind(exc)
+        if cause is not None and cause is not exc:
+            # torch.save's zip writer turns a full disk into a RuntimeError while it closes the
+            # file; the OSError behind it is what the person needs to hear about.
+            raise cause from exc
         raise
     fsync_dir(path.parent)
+
+
+def _os_error_behind(exc: BaseException) -> OSError | None:
+    """The first OSError in ``exc``'s chain of causes and contexts (``exc`` itself included)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OSError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def remove_orphan_temps(directories: Iterable[Path]) -> list[Path]:

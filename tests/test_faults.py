@@ -186,15 +186,21 @@ def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.parametrize(
-    ("limit", "labels", "expected"),
-    [(150_000, 40, "label store cannot be written"), (160_000, 6, "File too large")],
+    ("limit", "labels", "extra", "expected"),
+    [
+        (150_000, 40, [], "label store cannot be written"),
+        # Wide PPO networks make the checkpoint (~1.7 MB) the first file over the limit, far
+        # above what the store and its write-ahead log reach with 6 labels.
+        (1_000_000, 6, ["--hidden-size", "256"], "File too large"),
+    ],
     ids=["store-fills-the-disk", "checkpoint-fills-the-disk"],
 )
 def test_a_full_disk_is_one_line_and_the_store_survives(
-    tmp_path: Path, limit: int, labels: int, expected: str
+    tmp_path: Path, limit: int, labels: int, extra: list[str], expected: str
 ) -> None:
     cfg = _toy(tmp_path, steps=3072, labels=labels)
-    result = Session.run(_args(cfg), ROOT, preexec_fn=lambda: _limit_file_size(limit))
+    args = _args(cfg) + extra
+    result = Session.run(args, ROOT, preexec_fn=lambda: _limit_file_size(limit))
     line = _one_error_line(result)
     assert expected in line and "is the disk full" in line, line
     stored = _store_intact(tmp_path / "toy", {})
