@@ -3,7 +3,7 @@ the page draws, and put the rendered clips and the labellers' figures in TensorB
 
 Nothing here renders: a clip is a segment the trainer already cut from its rollout (with its
 recorded physics states), queued in the store for the render workers, which draw it when no pair
-is waiting. The trainer never waits for it; it logs each clip once the workers have drawn it.
+is waiting (a synthetic run with --policy-clip-every has one render process for them). The trainer never waits for it; it logs each clip once the workers have drawn it.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from rlhf.store.policy import CurvePoint
 from rlhf.types import Segment
 
 TB_TAG = "videos/policy"
+WARNED_META = "policy_clip_warned"
+"""Store meta key set once the run has said its policy clips cannot be drawn."""
 
 
 def show(
@@ -32,16 +34,30 @@ def show(
     clips_logged: int,
 ) -> int:
     """One iteration's share: the curve point (episode returns, learned segment returns,
-    held-out accuracy); with human feedback, a clip when one is due, the clips drawn since
-    ``clips_logged`` into TensorBoard, and the labellers' figures. Returns the newest clip logged."""
+    held-out accuracy); a clip when one is due (--policy-clip-every), the clips drawn since
+    ``clips_logged`` into TensorBoard, and with human feedback the labellers' figures. Returns the
+    newest clip logged."""
     record_point(store, iteration, step, *point)
-    if cfg.feedback != "human":
-        return clips_logged
-    if clip_due(iteration, cfg.policy_clip_every):
+    every = cfg.clip_every()
+    if clip_due(iteration, every):
         queue_clip(store, segments, iteration, step)
-    if cfg.web.labeller or cfg.web.labellers_file:
-        log_labellers(logger, store, step)
+    if cfg.feedback == "human":
+        if cfg.web.labeller or cfg.web.labellers_file:
+            log_labellers(logger, store, step)
+    elif every > 0:  # no page shows a failed render here: say it once, train on
+        warn_failed_clip(logger, store)
     return log_clips(logger, store, clips_logged)
+
+
+def warn_failed_clip(logger: Logger, store: LabelStore) -> None:
+    """One line, once per run, the first time a policy clip could not be drawn (e.g. no GL)."""
+    error = store.policy_clip_error()
+    if error is None or store.get_meta(WARNED_META):
+        return
+    store.set_meta(WARNED_META, True)
+    logger.message(
+        f"warning: policy clips cannot be drawn for TensorBoard ({error}); training goes on"
+    )
 
 
 def clip_due(iteration: int, every: int) -> bool:

@@ -389,9 +389,11 @@ class Config:
     on a stale reward (the page and the terminal say so). --no-feedback-pace: PPO runs freely."""
     task: str = ""
     """What to teach, in words (e.g. "run backwards"): shown above the videos, kept with the run."""
-    policy_clip_every: int = 10
-    """Human feedback: every this many iterations, a clip of the current policy (from its
-    rollout's recorded states) is rendered for the page and TensorBoard (videos/policy); 0: off."""
+    policy_clip_every: Annotated[int | None, tyro.conf.arg(metavar="N")] = None
+    """Every this many iterations, a clip of the current policy (from its rollout's recorded
+    states) is rendered for the page and TensorBoard (videos/policy); 0: off. Default (None): 10
+    with --feedback human, off otherwise; a value > 0 with --feedback synthetic starts one
+    background render process for them."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Torch device for the networks; auto uses CUDA when present."""
     num_envs: int = 1
@@ -427,6 +429,12 @@ class Config:
     web: Annotated[WebConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=WebConfig)
     """Web server settings (--feedback human): --host, --port, --token, --open-browser."""
 
+    def clip_every(self) -> int:
+        """--policy-clip-every resolved: None means 10 with human feedback, 0 (off) otherwise."""
+        if self.policy_clip_every is None:
+            return 10 if self.feedback == "human" else 0
+        return self.policy_clip_every
+
     def validate(self) -> Config:
         """Raise :class:`ConfigError` with a one-line message on the first bad value."""
         if self.run_name is not None:
@@ -436,7 +444,7 @@ class Config:
         _check(self.torch_threads >= 1, "{torch_threads} must be >= 1")
         _check(self.checkpoint_every >= 0, "{checkpoint_every} must be >= 0")
         _check(self.checkpoint_minutes > 0, "{checkpoint_minutes} must be > 0")
-        _check(self.policy_clip_every >= 0, "{policy_clip_every} must be >= 0")
+        _check(self.clip_every() >= 0, "{policy_clip_every} must be >= 0")
         self.env_kwargs_dict()
         _check(
             self.labels_from is None or self.reward == "learned",

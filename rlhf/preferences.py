@@ -99,7 +99,12 @@ def open_preferences(
     )
     feedback: FeedbackSource
     if cfg.feedback == "synthetic":
-        feedback = SyntheticSource(cfg.teacher, store, rng_feedback, scale.levels)
+        clips = None
+        if cfg.clip_every() > 0:  # opt-in: a render process for TensorBoard's videos/policy
+            from rlhf.feedback.policy_clips import PolicyClipWorker
+
+            clips = PolicyClipWorker(run_dir.root, store, cfg.video)
+        feedback = SyntheticSource(cfg.teacher, store, rng_feedback, scale.levels, clips)
     else:
         feedback = HumanSource(
             run_dir.root, store, cfg.web, cfg.video, rng_feedback, say, cfg.query.total_labels

@@ -27,6 +27,7 @@ SESSION_ONLY = frozenset(
         "video.antialias",
         "checkpoint_every",
         "checkpoint_minutes",
+        "policy_clip_every",  # what is drawn for people to watch, never what is learned
         "web.host",
         "web.port",
         "web.token",

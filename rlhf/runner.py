@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from rlhf import agent_view as view
 from rlhf.checkpoint import CheckpointError, load_checkpoint
 from rlhf.config import Config, ConfigError
 from rlhf.lifecycle import Progress, RunInterrupted, StopSignals, Summary, write_json_atomic
@@ -148,6 +149,7 @@ def _finish(t: Trainer, phase: Phase, error: str | None = None, checkpoint: bool
         longer = f"{resume} --total-timesteps {2 * t.cfg.total_timesteps}"
         publish(t, phase, "training has finished", resume_command=longer)
         close(t.cfg.web.finish_grace)
+        log_last_clips(t)  # those drawn while the source closed
         final_reward_round(t)  # includes the answers that arrived during the grace period
     elif phase is Phase.INTERRUPTED:
         if checkpoint:
@@ -166,6 +168,12 @@ def _finish(t: Trainer, phase: Phase, error: str | None = None, checkpoint: bool
     if phase is Phase.FINISHED:
         t.logger.message(f"run finished: {t.run_dir.root} (summary.json)")
     return summary
+
+
+def log_last_clips(t: Trainer) -> None:
+    """Put in TensorBoard the policy clips drawn after the last iteration logged them."""
+    if t.prefs is not None:
+        t.clips_logged = view.log_clips(t.logger, t.prefs.store, t.clips_logged)
 
 
 def _summary(t: Trainer, phase: Phase, error: str | None) -> Summary:

@@ -136,6 +136,18 @@ def test_from_dict_round_trips_through_json(cfg: Config) -> None:
     hash(again)  # frozen all the way down: tuples, not lists
 
 
+def test_policy_clips_default_to_every_10_with_human_feedback_and_off_otherwise() -> None:
+    """--policy-clip-every None: a synthetic run starts no render process unless asked."""
+    assert Config().policy_clip_every is None
+    assert Config(feedback="human").clip_every() == 10
+    assert Config(feedback="synthetic").clip_every() == 0
+    assert Config(feedback="synthetic", policy_clip_every=3).clip_every() == 3
+    assert Config(feedback="human", policy_clip_every=0).clip_every() == 0
+    assert Config.from_dict(json.loads(json.dumps(Config().to_dict()))).policy_clip_every is None
+    with pytest.raises(ConfigError, match="--policy-clip-every must be >= 0"):
+        Config(feedback="synthetic", policy_clip_every=-1).validate()
+
+
 def test_from_dict_keeps_defaults_for_missing_keys() -> None:
     cfg = Config.from_dict({"seed": 7, "query": {"total_labels": 3}})
     assert cfg == dataclasses.replace(

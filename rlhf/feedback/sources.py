@@ -1,7 +1,8 @@
 """Where labels come from. Either way they end up in the run's store, which the loop reads.
 
 * :class:`SyntheticSource` answers at once with a simulated teacher and stores pairs and labels
-  together, so a batch run leaves the same record as an interactive one.
+  together, so a batch run leaves the same record as an interactive one (with
+  ``--policy-clip-every``, it also owns the render process that draws the policy's clips).
 * :class:`HumanSource` queues pairs for people (in a random left/right order) and runs the
   labelling session (render worker, web server) that shows them; answers arrive in the store
   whenever people give them.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from rlhf.config import TeacherConfig, VideoConfig, WebConfig
 from rlhf.seed_labels import imported_pairs
 from rlhf.store import LabelStore
 from rlhf.types import Pair, Segment
+
+if TYPE_CHECKING:
+    from rlhf.feedback.policy_clips import PolicyClipWorker
 
 
 class FeedbackSource(Protocol):
@@ -49,7 +53,12 @@ class SyntheticSource:
     """Labels pairs at once with a B-Pref simulated teacher (true env reward)."""
 
     def __init__(
-        self, cfg: TeacherConfig, store: LabelStore, rng: np.random.Generator, levels: int = 7
+        self,
+        cfg: TeacherConfig,
+        store: LabelStore,
+        rng: np.random.Generator,
+        levels: int = 7,
+        clips: PolicyClipWorker | None = None,
     ) -> None:
         from rlhf.feedback.rating_teacher import RatingTeacher
         from rlhf.feedback.teachers import SyntheticTeacher
@@ -59,6 +68,7 @@ class SyntheticSource:
         # exactly what it drew before ratings existed.
         self.rater = RatingTeacher(cfg, levels, rng)
         self.store = store
+        self.clips = clips  # --policy-clip-every: the render process this source owns
 
     def request(self, pairs: list[Pair], iteration: int) -> None:
         answers = self.teacher.label(pairs)
@@ -85,7 +95,9 @@ class SyntheticSource:
         self.rater.seen = [float(x) for x in state.get("rated", [])]
 
     def close(self, grace: float = 0.0) -> None:
-        pass
+        """Stop the policy clips' render process, if any (after ``grace`` seconds at most)."""
+        if self.clips is not None:
+            self.clips.close(grace)
 
 
 class HumanSource:

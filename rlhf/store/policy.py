@@ -131,6 +131,30 @@ class PolicyStore(StoreConnections):
         )
         return [_clip(r) for r in rows]
 
+    def policy_clips_in_flight(self) -> int:
+        """Clips queued or being drawn (not yet ready, failed or dropped)."""
+        row = (
+            self._con()
+            .execute(
+                "SELECT COUNT(*) FROM policy_clips WHERE video_status IN (?, ?)",
+                (VIDEO_PENDING, VIDEO_RENDERING),
+            )
+            .fetchone()
+        )
+        return int(row[0])
+
+    def policy_clip_error(self) -> str | None:
+        """Why the newest clip that failed to render failed (None: none failed)."""
+        row = (
+            self._con()
+            .execute(
+                "SELECT video_error FROM policy_clips WHERE video_status=? ORDER BY id DESC LIMIT 1",
+                (VIDEO_FAILED,),
+            )
+            .fetchone()
+        )
+        return None if row is None else (row[0] or "no reason recorded")
+
     def latest_policy_clip(self) -> PolicyClip | None:
         row = (
             self._con()

@@ -59,3 +59,24 @@ def test_the_curve_keeps_recent_points_dense_and_its_size_bounded(tmp_path) -> N
 def test_clips_are_due_first_early_then_every_few_iterations() -> None:
     assert [i for i in range(1, 25) if agent_view.clip_due(i, 10)] == [1, 11, 21]
     assert not any(agent_view.clip_due(i, 0) for i in range(1, 25))
+
+
+def test_a_synthetic_run_with_policy_clip_every_puts_clips_in_tensorboard(tmp_path) -> None:
+    """Opt-in for synthetic feedback: one render process draws the clips the trainer queues; the
+    clips drawn by the end of the run (the last within the finish grace) reach TensorBoard."""
+    from rlhf.config import Config, PPOConfig, QueryConfig
+    from rlhf.runner import run
+
+    cfg = Config(
+        env_id="InvertedPendulum-v5", total_timesteps=256, seed=1,
+        feedback="synthetic", runs_dir=str(tmp_path), run_name="clips", progress=False,
+        policy_clip_every=1, video=CFG,
+        ppo=PPOConfig(num_steps=128, num_minibatches=2, update_epochs=1),
+        query=QueryConfig(total_labels=4, segment_length=8),
+    )  # fmt: skip
+    run(cfg)
+    steps = _tb_tags(tmp_path / "clips" / "tb").get(agent_view.TB_TAG, [])
+    assert steps and set(steps) <= {128, 256}  # at the env step each clip shows
+    store = LabelStore(tmp_path / "clips" / "labels.sqlite")
+    assert store.policy_clips_in_flight() == 0 and store.policy_clip_error() is None
+    store.close()
