@@ -49,6 +49,14 @@ def show(
     return log_clips(logger, store, clips_logged)
 
 
+def show_last(cfg: Config, store: LabelStore, logger: Logger, clips_logged: int) -> int:
+    """At the end of a run: the clips drawn since the last iteration (and, without a page, the
+    warning if none could be drawn). Returns the newest clip logged."""
+    if cfg.feedback != "human" and cfg.clip_every() > 0:
+        warn_failed_clip(logger, store)
+    return log_clips(logger, store, clips_logged)
+
+
 def warn_failed_clip(logger: Logger, store: LabelStore) -> None:
     """One line, once per run, the first time a policy clip could not be drawn (e.g. no GL)."""
     error = store.policy_clip_error()

@@ -103,7 +103,7 @@ def open_preferences(
         if cfg.clip_every() > 0:  # opt-in: a render process for TensorBoard's videos/policy
             from rlhf.feedback.policy_clips import PolicyClipWorker
 
-            clips = PolicyClipWorker(run_dir.root, store, cfg.video)
+            clips = PolicyClipWorker(run_dir.root, store, cfg.video, say)
         feedback = SyntheticSource(cfg.teacher, store, rng_feedback, scale.levels, clips)
     else:
         feedback = HumanSource(

@@ -173,7 +173,7 @@ def _finish(t: Trainer, phase: Phase, error: str | None = None, checkpoint: bool
 def log_last_clips(t: Trainer) -> None:
     """Put in TensorBoard the policy clips drawn after the last iteration logged them."""
     if t.prefs is not None:
-        t.clips_logged = view.log_clips(t.logger, t.prefs.store, t.clips_logged)
+        t.clips_logged = view.show_last(t.cfg, t.prefs.store, t.logger, t.clips_logged)
 
 
 def _summary(t: Trainer, phase: Phase, error: str | None) -> Summary:

@@ -6,12 +6,14 @@ The same :class:`~rlhf.render.worker.RenderWorker` a human run uses, with one pr
 pairs are stored labelled and without a video, so it only ever claims policy clips. The trainer
 never waits for it. Like a human run's worker, it starts whether or not GL works here and records
 each clip it cannot draw as failed; the trainer says so once (see :func:`rlhf.agent_view.show`)
-and trains on, since the clips change nothing it learns.
+and trains on, since the clips change nothing it learns. A process that dies (a GL backend
+MuJoCo cannot even load) is said once too, where a human run would stop for want of videos.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rlhf.config import VideoConfig
@@ -29,11 +31,30 @@ class PolicyClipWorker:
         clips.close(grace=10.0)
     """
 
-    def __init__(self, run_root: Path, store: LabelStore, video: VideoConfig) -> None:
+    def __init__(
+        self,
+        run_root: Path,
+        store: LabelStore,
+        video: VideoConfig,
+        say: Callable[[str], None] = print,
+    ) -> None:
         self.store = store
+        self.say = say
+        self.warned = False
         root = Path(run_root)
         self.worker = RenderWorker(root / LABELS_FILE, root / VIDEOS_DIR, video, processes=1)
         self.worker.start()
+
+    def check(self) -> None:
+        """Say once if the render process has died (e.g. MuJoCo could not load its GL backend):
+        no clip will be drawn, and the run goes on."""
+        if self.warned or self.worker.is_alive() or self.worker.pid is None:
+            return
+        self.warned = True
+        self.say(
+            f"warning: the render process for policy clips stopped (exit code "
+            f"{self.worker.exitcode}): no clip reaches TensorBoard; training goes on"
+        )
 
     def close(self, grace: float = 0.0, poll: float = 0.1) -> None:
         """Let the clips queued so far be drawn for up to ``grace`` seconds (so the run's last
@@ -45,4 +66,5 @@ class PolicyClipWorker:
             and self.store.policy_clips_in_flight()
         ):
             time.sleep(poll)
+        self.check()
         self.worker.stop()

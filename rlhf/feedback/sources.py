@@ -71,6 +71,8 @@ class SyntheticSource:
         self.clips = clips  # --policy-clip-every: the render process this source owns
 
     def request(self, pairs: list[Pair], iteration: int) -> None:
+        if self.clips is not None:
+            self.clips.check()
         answers = self.teacher.label(pairs)
         self.store.add_pairs_with_labels(pairs, answers, source="synthetic", iteration=iteration)
 

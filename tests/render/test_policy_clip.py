@@ -80,3 +80,61 @@ def test_a_synthetic_run_with_policy_clip_every_puts_clips_in_tensorboard(tmp_pa
     store = LabelStore(tmp_path / "clips" / "labels.sqlite")
     assert store.policy_clips_in_flight() == 0 and store.policy_clip_error() is None
     store.close()
+
+
+class _Said:
+    """A logger that keeps its lines (show logs no GIF here: no clip is ever drawn)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def message(self, text: str) -> None:
+        self.lines.append(text)
+
+
+def test_a_synthetic_run_queues_clips_only_when_asked_and_warns_once_when_none_can_be_drawn(
+    tmp_path,
+) -> None:
+    from rlhf.config import Config
+    from rlhf.store import VIDEO_FAILED
+
+    store = LabelStore(tmp_path / "labels.sqlite")
+    segments = [p.left for p in _good_pairs(1)]
+    said = _Said()
+    point = ([1.0], None, None)
+    default = Config(feedback="synthetic")
+    agent_view.show(default, store, said, 1, 128, segments, point, 0)  # type: ignore[arg-type]
+    assert store.policy_clips_in_flight() == 0  # off by default: nothing to draw them
+    asked = Config(feedback="synthetic", policy_clip_every=1)
+    agent_view.show(asked, store, said, 2, 256, segments, point, 0)  # type: ignore[arg-type]
+    assert store.policy_clips_in_flight() == 1 and said.lines == []
+    store.mark_policy_clip(1, VIDEO_FAILED, error="no working GL backend")  # as a worker would
+    for iteration in (3, 4):
+        agent_view.show(asked, store, said, iteration, 128 * iteration, segments, point, 0)  # type: ignore[arg-type]
+    assert len(said.lines) == 1 and "no working GL backend" in said.lines[0]
+    assert "training goes on" in said.lines[0]
+    store.close()
+
+
+def test_a_synthetic_run_whose_render_process_dies_trains_on_and_says_so_once(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """The render process inherits a GL backend MuJoCo refuses at import, so it dies at once
+    (a human run would stop: no pair could be shown): the run still finishes, and one line says
+    so. Clips a working process cannot draw are the other case (the test above)."""
+    from rlhf.config import Config, PPOConfig, QueryConfig
+    from rlhf.runner import run
+
+    monkeypatch.setenv("MUJOCO_GL", "no-such-backend")  # read by the spawned render process
+    cfg = Config(
+        env_id="InvertedPendulum-v5", total_timesteps=256, seed=1, feedback="synthetic",
+        runs_dir=str(tmp_path), run_name="nogl", progress=False, policy_clip_every=1, video=CFG,
+        ppo=PPOConfig(num_steps=128, num_minibatches=2, update_epochs=1),
+        query=QueryConfig(total_labels=4, segment_length=8),
+    )  # fmt: skip
+    summary = run(cfg)
+    assert (summary.status, summary.env_steps) == ("finished", 256)
+    out = capsys.readouterr()
+    said = [line for line in (out.out + out.err).splitlines() if "training goes on" in line]
+    assert len(said) == 1 and "render process for policy clips stopped" in said[0], out
+    assert agent_view.TB_TAG not in _tb_tags(tmp_path / "nogl" / "tb")
