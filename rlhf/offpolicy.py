@@ -27,14 +27,13 @@ from rlhf.agent.replay import ReplayBuffer
 from rlhf.agent.sac import NumpySACActor, RandomActor, SACStats
 from rlhf.agent.sac_learner import SACLearner
 from rlhf.loop import (
-    Trainer,
     absorbing_reward,
     preference_round,
     record_iteration,
     score_rollout,
     show_agent,
-    write_checkpoint,
 )
+from rlhf.trainer import Trainer, write_checkpoint
 
 
 class _Stepper:

@@ -27,18 +27,7 @@ from rlhf.checkpoint import CheckpointError, load_checkpoint
 from rlhf.config import Config, ConfigError
 from rlhf.lifecycle import Progress, RunInterrupted, StopSignals, Summary, write_json_atomic
 from rlhf.logger import Logger
-from rlhf.loop import (
-    LAST_CHECKPOINT,
-    RewardFn,
-    Trainer,
-    build_trainer,
-    final_reward_round,
-    publish,
-    restore,
-    save_models,
-    train,
-    write_checkpoint,
-)
+from rlhf.loop import final_reward_round, train
 from rlhf.offpolicy import train_offpolicy
 from rlhf.preflight import preflight
 from rlhf.run_dir import (
@@ -53,6 +42,16 @@ from rlhf.run_dir import (
 from rlhf.saved_reward import load_saved_reward
 from rlhf.seed_labels import check_labels_source, rating_levels
 from rlhf.status import Phase
+from rlhf.trainer import (
+    LAST_CHECKPOINT,
+    RewardFn,
+    Trainer,
+    build_trainer,
+    publish,
+    restore,
+    save_models,
+    write_checkpoint,
+)
 
 _INTERRUPT_GRACE = 3.0
 """Seconds an interrupted human run waits for answers in flight (the person asked to stop)."""

@@ -25,7 +25,7 @@ from rlhf.sweep.grid import Cell, shown
 from rlhf.sweep.spec import RESERVED, SpecError, key_name
 
 LAST_CHECKPOINT = "last.pt"
-"""rlhf.loop's checkpoint name; repeated so the driver plans without importing torch's side."""
+"""rlhf.trainer's checkpoint name; repeated so the driver plans without importing torch's side."""
 
 
 @dataclass(frozen=True)
