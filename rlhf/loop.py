@@ -145,7 +145,7 @@ def score_rollout(
     step = t.collector.global_step
     steps, n, obs_dim = raw.obs.shape
     rewards = p.reward.score(raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1))
-    log_reward_quality(t.logger, rewards, raw.true_rewards.ravel(), raw.valid.ravel(), step)
+    log_reward_quality(t.logger, rewards, raw.true_rewards, raw.valid, step, raw.reward_parts)
     if segments:  # how well the reward ranks what the policy does now
         learned = segment_returns(p, segments)
         log_ranking(t.logger, learned, [s.true_return for s in segments], step)

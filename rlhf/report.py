@@ -8,6 +8,7 @@ trains on.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -53,12 +54,31 @@ def log_labels(logger: Logger, counts: StoreCounts, step: int) -> None:
 
 
 def log_reward_quality(
-    logger: Logger, learned: np.ndarray, true: np.ndarray, valid: np.ndarray, step: int
+    logger: Logger,
+    learned: np.ndarray,
+    true: np.ndarray,
+    valid: np.ndarray,
+    step: int,
+    parts: Mapping[str, np.ndarray] | None = None,
 ) -> None:
-    """Pearson correlation of the learned and the true reward over the rollout's real steps."""
-    learned, true = learned[valid], true[valid]
-    if learned.size > 1 and learned.std() > 0 and true.std() > 0:
-        logger.scalar("reward/pearson_true", float(np.corrcoef(learned, true)[0, 1]), step)
+    """Pearson correlation of the learned reward with the true reward over the rollout's real
+    steps (``reward/pearson_true``), and with each term of the env's reward that its ``info``
+    reports (``reward/pearson_ctrl`` ...): a learned reward can match the total well while
+    missing a small term entirely (on Ant-v5 it follows forward progress and ignores the
+    control cost)."""
+    keep = valid.ravel()
+    learned = learned.ravel()[keep]
+    series = {"true": true.ravel()[keep]}
+    series |= {name: part.ravel()[keep] for name, part in (parts or {}).items()}
+    if learned.size < 2 or learned.std() == 0:
+        return
+    values = {
+        f"reward/pearson_{name}": float(np.corrcoef(learned, target)[0, 1])
+        for name, target in series.items()
+        if target.std() > 0
+    }
+    if values:
+        logger.scalars(values, step)
 
 
 def log_ranking(

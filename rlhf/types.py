@@ -7,7 +7,8 @@ shape bug fails where the data is made, not three stages later.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -174,6 +175,10 @@ class RolloutBatch:
         qvel: MuJoCo qvel at step t, (T, N, nv) float64.
         env_id: the gymnasium id.
         start_step: global env step at which this rollout began.
+        reward_parts: the terms of the env's reward where its ``info`` reports them
+            (``info["reward_ctrl"]`` -> ``"ctrl"``; MuJoCo locomotion: forward, ctrl, survive,
+            contact ...), (T, N) float32 each, 0 on reset steps. Diagnostics only: which term the
+            learned reward misses (TensorBoard ``reward/pearson_<term>``).
     """
 
     obs: np.ndarray
@@ -186,6 +191,7 @@ class RolloutBatch:
     qvel: np.ndarray
     env_id: str
     start_step: int = 0
+    reward_parts: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         steps, envs = self.true_rewards.shape
@@ -198,6 +204,9 @@ class RolloutBatch:
             arr = getattr(self, name)
             if arr.ndim != 3 or arr.shape[:2] != (steps, envs):
                 raise ValueError(f"{name} must be ({steps}, {envs}, d), got {arr.shape}")
+        for name, part in self.reward_parts.items():
+            if part.shape != (steps, envs):
+                raise ValueError(f"reward part {name} must be ({steps}, {envs}), got {part.shape}")
 
     @property
     def dones(self) -> np.ndarray:

@@ -126,6 +126,7 @@ class RolloutCollector:
         valid = np.empty((num_steps, n), bool)
         qpos = np.empty((num_steps, n, self.physics.nq))
         qvel = np.empty((num_steps, n, self.physics.nv))
+        parts: dict[str, np.ndarray] = {}
         returns: list[float] = []
         lengths: list[int] = []
         horizon_returns: list[float] = []
@@ -147,6 +148,7 @@ class RolloutCollector:
                     StepRecord(raw_obs[t], applied[t], self.obs, rewards[t], terminated[t],
                                valid[t], qpos[t], qvel[t])
                 )  # fmt: skip
+            _record_reward_parts(parts, info, t, num_steps, n)
             self._tally(rewards[t], valid[t], _ended(info, n))
             for i in np.flatnonzero(done):
                 returns.append(float(self.ep_return[i]))
@@ -168,6 +170,7 @@ class RolloutCollector:
             qvel=qvel,
             env_id=self.env_id,
             start_step=start_step,
+            reward_parts={name: np.where(valid, part, 0.0) for name, part in parts.items()},
         )
         tail = num_steps % _STATS_EVERY
         if tail:
@@ -182,6 +185,24 @@ class RolloutCollector:
         self.ep_length += counted
         self.ep_horizon_return += np.where(valid, rewards, 0.0)
         self.ep_alive &= ~(valid & ended)
+
+
+_PART_PREFIX = "reward_"
+
+
+def _record_reward_parts(
+    parts: dict[str, np.ndarray], info: dict, t: int, num_steps: int, n: int
+) -> None:
+    """Row ``t`` of each reward term the vector env's ``info`` reports (``reward_ctrl`` ->
+    ``ctrl``); an env that did not report a term this step (its mask is False) gets 0."""
+    for key, value in info.items():
+        if not key.startswith(_PART_PREFIX):
+            continue
+        values = np.asarray(value)
+        if values.shape != (n,) or not np.issubdtype(values.dtype, np.number):
+            continue
+        part = parts.setdefault(key[len(_PART_PREFIX) :], np.zeros((num_steps, n), np.float32))
+        part[t] = np.where(np.asarray(info.get(f"_{key}", True), bool), values, 0.0)
 
 
 def _ended(info: dict, n: int) -> np.ndarray:

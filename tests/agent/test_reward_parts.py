@@ -1,0 +1,69 @@
+"""The env's reward terms travel with a rollout, and TensorBoard shows how the learned reward
+follows each one (a learned reward can match the total while missing a term)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from rlhf.agent.collector import RolloutCollector
+from rlhf.agent.learner import PPOLearner
+from rlhf.config import PPOConfig
+from rlhf.envs import make_vec_env
+from rlhf.report import log_reward_quality
+
+
+def _rollout(env_id: str, obs_dim: int, act_dim: int, steps: int):
+    envs = make_vec_env(env_id, 2, 0)
+    learner = PPOLearner(obs_dim, act_dim, 2, PPOConfig(num_steps=steps), torch.device("cpu"))
+    collector = RolloutCollector(envs, env_id, learner.obs_norm, 0)
+    rollout = collector.collect(learner.actor(), steps, np.random.default_rng(0))
+    envs.close()
+    return rollout.raw
+
+
+def test_halfcheetah_reward_is_the_sum_of_the_terms_the_rollout_carries() -> None:
+    raw = _rollout("HalfCheetah-v5", 17, 6, 64)
+    assert set(raw.reward_parts) == {"forward", "ctrl"}
+    total = raw.reward_parts["forward"] + raw.reward_parts["ctrl"]
+    np.testing.assert_allclose(total, raw.true_rewards, atol=1e-5)
+    assert (raw.reward_parts["ctrl"][raw.valid] < 0).all()  # a cost, on every real step
+
+
+def test_terms_are_zero_on_the_reset_steps_after_a_fall() -> None:
+    raw = _rollout("Hopper-v5", 11, 3, 300)  # a random Hopper falls within ~100 steps
+    assert not raw.valid.all()
+    assert {"forward", "ctrl", "survive"} <= set(raw.reward_parts)
+    for part in raw.reward_parts.values():
+        assert part.shape == raw.true_rewards.shape
+        assert (part[~raw.valid] == 0).all()
+    assert (raw.reward_parts["survive"][raw.valid] > 0).any()
+
+
+class _Scalars:
+    def __init__(self) -> None:
+        self.values: dict[str, float] = {}
+
+    def scalars(self, values: dict[str, float], step: int) -> None:
+        self.values |= values
+
+
+def test_each_term_gets_its_own_correlation() -> None:
+    rng = np.random.default_rng(0)
+    forward, ctrl = rng.normal(size=(2, 50, 2))
+    valid = np.ones((50, 2), bool)
+    valid[10, 0] = False  # a reset step: left out of every correlation
+    learned = forward.copy()
+    learned[10, 0] = 1e6
+    logger = _Scalars()
+    log_reward_quality(
+        logger,  # type: ignore[arg-type]
+        learned,
+        forward + ctrl,
+        valid,
+        step=1,
+        parts={"forward": forward, "ctrl": ctrl},
+    )
+    assert np.isclose(logger.values["reward/pearson_forward"], 1.0)
+    assert abs(logger.values["reward/pearson_ctrl"]) < 0.3
+    assert 0.5 < logger.values["reward/pearson_true"] < 0.9
