@@ -170,7 +170,9 @@ class RolloutCollector:
             qvel=qvel,
             env_id=self.env_id,
             start_step=start_step,
-            reward_parts={name: np.where(valid, part, 0.0) for name, part in parts.items()},
+            reward_parts={
+                key[len(_PART_PREFIX) :]: np.where(valid, part, 0.0) for key, part in parts.items()
+            },
         )
         tail = num_steps % _STATS_EVERY
         if tail:
@@ -196,13 +198,17 @@ def _record_reward_parts(
     """Row ``t`` of each reward term the vector env's ``info`` reports (``reward_ctrl`` ->
     ``ctrl``); an env that did not report a term this step (its mask is False) gets 0."""
     for key, value in info.items():
-        if not key.startswith(_PART_PREFIX):
+        if not key.startswith(_PART_PREFIX) or not isinstance(value, np.ndarray):
             continue
-        values = np.asarray(value)
-        if values.shape != (n,) or not np.issubdtype(values.dtype, np.number):
+        if value.shape != (n,) or value.dtype.kind not in "fiu":
             continue
-        part = parts.setdefault(key[len(_PART_PREFIX) :], np.zeros((num_steps, n), np.float32))
-        part[t] = np.where(np.asarray(info.get(f"_{key}", True), bool), values, 0.0)
+        part = parts.get(key)
+        if part is None:
+            part = parts[key] = np.zeros((num_steps, n), np.float32)
+        part[t] = value
+        mask = info.get("_" + key)
+        if mask is not None and not mask.all():
+            part[t, ~mask] = 0.0
 
 
 def _ended(info: dict, n: int) -> np.ndarray:
