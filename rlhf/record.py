@@ -68,8 +68,8 @@ def run_config(run: Path) -> Config:
 
 
 def policy(cfg: Config, state: dict, obs_dim: int, act_dim: int, space) -> Callable:
-    """The agent's action for one raw observation: PPO's mean action; SAC's actor as it acts
-    (its squashed sample)."""
+    """The agent's action for one raw observation: its deterministic action (PPO's mean, SAC's
+    squashed mean), as agents are shown and evaluated."""
     import torch
 
     if cfg.algo == "sac":
@@ -78,8 +78,7 @@ def policy(cfg: Config, state: dict, obs_dim: int, act_dim: int, space) -> Calla
         sac = SACLearner(obs_dim, act_dim, space.low, space.high, cfg.sac, torch.device("cpu"))
         sac.load_state_dict(state)
         actor = sac.actor_numpy()
-        rng = np.random.default_rng(0)
-        return lambda obs: actor.sample(obs[None].astype(np.float32), rng)[0]
+        return lambda obs: actor.mean(obs[None].astype(np.float32))[0]
     from rlhf.agent.learner import PPOLearner
 
     ppo = PPOLearner(obs_dim, act_dim, 1, cfg.ppo, torch.device("cpu"))

@@ -120,6 +120,17 @@ class NumpySACActor:
 
     def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Actions for (N, obs_dim) raw observations -> (N, act_dim) float32."""
+        mean, logstd = self._mean_logstd(obs)
+        x = mean + np.exp(logstd) * rng.standard_normal(mean.shape, dtype=np.float32)
+        return (np.tanh(x) * self._scale + self._bias).astype(np.float32)
+
+    def mean(self, obs: np.ndarray) -> np.ndarray:
+        """The policy's deterministic action (the squashed mean) for (N, obs_dim) observations:
+        what a trained agent is shown doing (``rlhf record``)."""
+        mean, _ = self._mean_logstd(obs)
+        return (np.tanh(mean) * self._scale + self._bias).astype(np.float32)
+
+    def _mean_logstd(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not self._shared:
             self.refresh()
         h = obs
@@ -129,8 +140,7 @@ class NumpySACActor:
                 h = np.maximum(h, 0.0)
         mean, raw = np.split(h, 2, axis=-1)
         logstd = LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (np.tanh(raw) + 1)
-        x = mean + np.exp(logstd) * rng.standard_normal(mean.shape, dtype=np.float32)
-        return (np.tanh(x) * self._scale + self._bias).astype(np.float32)
+        return mean, logstd
 
 
 class RandomActor:

@@ -80,6 +80,20 @@ def test_numpy_actor_follows_the_torch_weights_without_a_copy() -> None:
     np.testing.assert_allclose(a, expected, rtol=1e-5, atol=1e-5)
 
 
+def test_numpy_actor_mean_is_the_squashed_mean_whatever_the_rng() -> None:
+    """``rlhf record`` shows a SAC agent's deterministic action, not a sample."""
+    low, high = np.array([-1.0, 0.0]), np.array([1.0, 4.0])
+    actor = SquashedGaussianActor(3, 2, low, high, hidden=16)
+    view = NumpySACActor(actor)
+    obs = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+    with torch.no_grad():
+        mean, _ = actor.mean_logstd(torch.from_numpy(obs))
+    expected = np.tanh(mean.numpy()) * (high - low) / 2 + (high + low) / 2
+    np.testing.assert_allclose(view.mean(obs), expected, rtol=1e-5, atol=1e-5)
+    samples = view.sample(obs, np.random.default_rng(1))
+    assert not np.allclose(samples, view.mean(obs))
+
+
 def test_twin_critics_are_two_independent_networks() -> None:
     q = TwinQ(3, 1, hidden=8)
     obs, act = torch.randn(4, 3), torch.randn(4, 1)
