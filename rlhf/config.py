@@ -99,6 +99,10 @@ class PPOConfig:
     """Stop an update early when the approximate KL exceeds this (None: never)."""
     hidden_size: int = 64
     """Width of the two hidden layers of actor and critic."""
+    init_log_std: float = 0.0
+    """Initial log standard deviation of the Gaussian policy's actions (0: std 1, CleanRL's).
+    A smaller one starts from calmer behaviour: on Ant-v5, -1 lets PPO and RLHF learn at all
+    within 300k steps (see the README)."""
     norm_obs: bool = True
     """Normalise the policy's observations with running statistics (the reward model sees raw ones)."""
     norm_reward: bool = True

@@ -17,6 +17,7 @@ figures as the last line.
         Walker2d-v5 Ant-v5 Swimmer-v5
     .venv/bin/python scripts/bench_rlhf.py --quick                           # smoke check
     .venv/bin/python scripts/bench_rlhf.py --feedback-kind pairs ratings     # + 700 ratings
+    .venv/bin/python scripts/bench_rlhf.py --env-id Ant-v5 --init-log-std -1  # calmer start
 
 Needs the bench extra (matplotlib): scripts/setup.sh bench
 """
@@ -50,10 +51,13 @@ class Job:
     seed: int
     steps: int
     labels: int
+    init_log_std: float = 0.0
+    """PPO's --init-log-std, the same for both modes."""
 
     @property
     def key(self) -> str:
-        return f"{self.env_id}__{self.mode}__{self.seed}__{self.steps}__{self.labels}"
+        key = f"{self.env_id}__{self.mode}__{self.seed}__{self.steps}__{self.labels}"
+        return key if self.init_log_std == 0 else f"{key}__logstd{self.init_log_std:g}"
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ def _job(args: tuple[Job, Path]) -> Result:
 def _train(job: Job) -> Result:
     import torch
 
-    from rlhf.config import Config, QueryConfig
+    from rlhf.config import Config, PPOConfig, QueryConfig
     from rlhf.runner import run
 
     torch.set_num_threads(1)
@@ -100,6 +104,7 @@ def _train(job: Job) -> Result:
             progress=False,
             device="cpu",
             query=QueryConfig(total_labels=job.labels),
+            ppo=PPOConfig(init_log_std=job.init_log_std),
         )
         summary = run(cfg)
         curve = list(read_curve(Path(runs) / "bench" / "tb"))
@@ -206,6 +211,12 @@ def main() -> None:
         default=["pairs"],
         help="RLHF rows: pairs, and/or ratings (the same number of graded clips), and/or both",
     )
+    parser.add_argument(
+        "--init-log-std",
+        type=float,
+        default=0.0,
+        help="PPO's initial log std of actions, for both PPO and RLHF (rlhf train --init-log-std)",
+    )
     args = parser.parse_args()
     modes = ("ppo", *dict.fromkeys(KIND_MODES[k] for k in args.feedback_kind))
     steps, seeds, labels = (
@@ -215,7 +226,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     plot = args.plot or ROOT / "readme_images" / f"rlhf_vs_ppo_{steps // 1000}k.png"
     jobs = [
-        Job(env_id, mode, seed, steps, labels)
+        Job(env_id, mode, seed, steps, labels, args.init_log_std)
         for env_id in args.env_id
         for seed in seeds
         for mode in modes

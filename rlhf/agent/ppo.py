@@ -35,11 +35,13 @@ def _mlp(n_in: int, hidden: int, n_out: int, out_std: float) -> nn.Sequential:
 class ActorCritic(nn.Module):
     """Gaussian policy with a state-independent log-std, and a separate value network."""
 
-    def __init__(self, obs_dim: int, act_dim: int, hidden: int = 64) -> None:
+    def __init__(
+        self, obs_dim: int, act_dim: int, hidden: int = 64, init_log_std: float = 0.0
+    ) -> None:
         super().__init__()
         self.critic = _mlp(obs_dim, hidden, 1, 1.0)
         self.actor_mean = _mlp(obs_dim, hidden, act_dim, 0.01)
-        self.actor_logstd = nn.Parameter(torch.zeros(1, act_dim))
+        self.actor_logstd = nn.Parameter(torch.full((1, act_dim), float(init_log_std)))
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic(obs).squeeze(-1)

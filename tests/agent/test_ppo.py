@@ -98,3 +98,14 @@ def test_reward_function_is_really_used() -> None:
     backward = _forward_velocity_after_training(-1.0)
     assert forward > 0.0 > backward, (forward, backward)
     assert forward - backward > 0.2, (forward, backward)
+
+
+def test_init_log_std_sets_the_starting_action_noise() -> None:
+    """--init-log-std -1 starts from actions with std e^-1 (CleanRL: 0, std 1)."""
+    rng = np.random.default_rng(0)
+    for log_std in (0.0, -1.0):
+        learner = PPOLearner(5, 4, 1, PPOConfig(init_log_std=log_std), torch.device("cpu"))
+        obs = np.zeros((20_000, 5), np.float32)
+        actions = learner.actor().sample(obs, rng)
+        # the mean head starts near 0, so the spread of the actions is the policy's std
+        assert np.allclose(actions.std(axis=0), np.exp(log_std), rtol=0.03), log_std
