@@ -6,7 +6,8 @@ the same settings: with :class:`rlhf.agent.her.HERReplayBuffer` and the *future*
 observation and the desired goal side by side; rewards come from the env's own
 ``compute_reward`` at sample time (``rlhf.agent.goal_env``). Prints success per window of steps,
 and as the last line the final success rates (the episodes in the last 20% of steps): mean,
-median and range over seeds, and the gap with HER minus without.
+median and range over seeds, the gap with HER minus without, and the median env step at which
+the success rate of the last 20 episodes first reached 0.95 (inf: never).
 
 Envs (``--env-id``), each with its horizon, success signal and SAC settings:
 
@@ -15,8 +16,8 @@ Envs (``--env-id``), each with its horizon, success signal and SAC settings:
   this project's defaults.
 - ``FetchReach-v4``, ``FetchPush-v4``: sparse reward (-1 / 0 within 5 cm), 50-step episodes;
   success: ``info["is_success"]`` on the last step; SAC as rl-zoo3 tunes it for FetchReach
-  (gamma 0.95, lr 1e-3, batch 256, 64-wide networks, one actor step per critic step) with
-  tau 0.05 (the HER paper's). They need mujoco < 4 (gymnasium-robotics 1.4.2's Fetch robots fail
+  (gamma 0.95, lr 1e-3, batch 256, 64-wide networks, one actor step per critic step, inputs
+  standardised by running mean and std) with tau 0.05 (the HER paper's). They need mujoco < 4 (gymnasium-robotics 1.4.2's Fetch robots fail
   on mujoco 4.0.0), which the goals extra pins; on mujoco 4 they are refused in one line.
 
     .venv/bin/python scripts/bench_her.py                            # PointMaze, 20k steps
@@ -33,6 +34,7 @@ import dataclasses
 import itertools
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,6 +42,7 @@ import torch
 
 from rlhf.agent.goal_env import (
     GoalEpisodeRecorder,
+    GoalInputNormalizer,
     env_reward_fn,
     goal_env_problem,
     goal_input,
@@ -51,6 +54,9 @@ from rlhf.agent.replay import Transitions
 from rlhf.agent.sac import RandomActor
 from rlhf.agent.sac_learner import SACLearner
 from rlhf.config import SACConfig
+
+InputFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""(observations, goals) -> what the networks see."""
 
 _FETCH_SAC = SACConfig(
     gamma=0.95,
@@ -70,25 +76,29 @@ class GoalTask:
     success_key: str
     """The ``info`` key that says, on an episode's last step, whether it ended at the goal."""
     sac: SACConfig
+    normalize: bool = False
+    """Standardise observations and goals (running mean and std) before the networks see them."""
     kwargs: dict = field(default_factory=dict)
 
 
 TASKS = {
     "PointMaze_UMaze-v3": GoalTask(
-        100, "success", SACConfig(learning_starts=1000), {"continuing_task": True}
+        100, "success", SACConfig(learning_starts=1000), kwargs={"continuing_task": True}
     ),
-    "FetchReach-v4": GoalTask(50, "is_success", _FETCH_SAC),
-    "FetchPush-v4": GoalTask(50, "is_success", _FETCH_SAC),
+    "FetchReach-v4": GoalTask(50, "is_success", _FETCH_SAC, normalize=True),
+    "FetchPush-v4": GoalTask(50, "is_success", _FETCH_SAC, normalize=True),
 }
 
 
-def _batch(buf: HERReplayBuffer, size: int, rng: np.random.Generator) -> Transitions:
+def _batch(
+    buf: HERReplayBuffer, size: int, rng: np.random.Generator, inputs: InputFn
+) -> Transitions:
     g = buf.sample(size, rng)
     return Transitions(
-        obs=goal_input(g.observation, g.desired_goal),
+        obs=inputs(g.observation, g.desired_goal),
         actions=g.actions,
         rewards=g.rewards,
-        next_obs=goal_input(g.next_observation, g.desired_goal),
+        next_obs=inputs(g.next_observation, g.desired_goal),
         terminated=g.terminated,
         indices=g.rows,
     )
@@ -106,20 +116,26 @@ def train(
     buf = HERReplayBuffer(steps, env_reward_fn(env), task.horizon, future_k)
     actor, explore = learner.actor_numpy(), RandomActor(low, high)
     recorder = GoalEpisodeRecorder()
+    space = env.observation_space
+    norm = GoalInputNormalizer(space["observation"].shape[0], space["desired_goal"].shape[0])
+    inputs: InputFn = norm if task.normalize else goal_input
     obs, _ = env.reset(seed=seed)
     episodes: list[tuple[int, bool]] = []
     for step in range(steps):
-        x = goal_input(obs["observation"], obs["desired_goal"])[None]
+        x = inputs(obs["observation"], obs["desired_goal"])[None]
         action = (explore if step < cfg.learning_starts else actor).sample(x, rng)[0]
         nxt, _, terminated, truncated, info = env.step(action)
         recorder.add(obs, action, nxt, terminated)
         obs = nxt
         if terminated or truncated:
-            buf.add_episode(recorder.finish())
+            episode = recorder.finish()
+            buf.add_episode(episode)
+            norm.update(episode.observation, episode.desired_goal)
+            norm.update(episode.next_observation, episode.next_achieved_goal)
             episodes.append((step + 1, bool(info.get(task.success_key, False))))
             obs, _ = env.reset()
         if step >= cfg.learning_starts and len(buf):
-            learner.update(_batch(buf, cfg.batch_size, rng))
+            learner.update(_batch(buf, cfg.batch_size, rng, inputs))
     env.close()
     return episodes
 
@@ -129,11 +145,22 @@ def _rate(episodes: list[tuple[int, bool]], lo: float, hi: float) -> float:
     return float(np.mean(hits)) if hits else float("nan")
 
 
-def _summary(name: str, finals: list[float]) -> str:
+def _steps_to(episodes: list[tuple[int, bool]], level: float, last: int = 20) -> float:
+    """The env step at which the success rate of the last ``last`` episodes first reaches
+    ``level`` (inf if it never does)."""
+    ok = np.array([hit for _, hit in episodes], float)
+    for i in range(last, len(ok) + 1):
+        if ok[i - last : i].mean() >= level:
+            return float(episodes[i - 1][0])
+    return float("inf")
+
+
+def _summary(name: str, finals: list[float], reach: list[float]) -> str:
     return (
         f"{name}_success_mean={statistics.fmean(finals):.2f} "
         f"{name}_median={statistics.median(finals):.2f} "
-        f"{name}_range=[{min(finals):.2f},{max(finals):.2f}]"
+        f"{name}_range=[{min(finals):.2f},{max(finals):.2f}] "
+        f"{name}_steps_to_0.95_median={statistics.median(reach):g}"
     )
 
 
@@ -144,6 +171,9 @@ def _parse() -> argparse.Namespace:
     parser.add_argument("--learning-starts", type=int, help="default: the env's (1000)")
     parser.add_argument("--batch-size", type=int, help="default: the env's (256)")
     parser.add_argument("--tau", type=float, help="default: the env's")
+    parser.add_argument(
+        "--normalize", action=argparse.BooleanOptionalAction, help="default: the env's"
+    )
     parser.add_argument("--future-k", type=float, default=4.0)
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="2k steps, learning from 500")
@@ -166,8 +196,11 @@ def main() -> None:
     }
     overrides = {k: v for k, v in given.items() if v is not None}
     task = dataclasses.replace(task, sac=dataclasses.replace(task.sac, **overrides))
+    if args.normalize is not None:
+        task = dataclasses.replace(task, normalize=args.normalize)
     torch.set_num_threads(1)
     finals: dict[str, list[float]] = {"her": [], "plain": []}
+    reach: dict[str, list[float]] = {"her": [], "plain": []}
     windows = np.linspace(0, args.steps, 6)
     print(f"{args.env_id}, {args.steps} steps, success rate per window of steps")
     print("| seed | buffer | " + " | ".join(f"<= {w / 1000:g}k" for w in windows[1:]) + " | s |")
@@ -179,10 +212,12 @@ def main() -> None:
             cells = " | ".join(f"{r:.2f}" for r in rates)
             print(f"| {seed} | {name} | {cells} | {time.perf_counter() - start:.0f} |", flush=True)
             finals[name].append(_rate(episodes, 0.8 * args.steps, args.steps))
+            reach[name].append(_steps_to(episodes, 0.95))
     gap = statistics.fmean(finals["her"]) - statistics.fmean(finals["plain"])
     print(
         f"env={args.env_id} steps={args.steps} seeds={args.seeds} future_k={args.future_k} "
-        f"{_summary('her', finals['her'])} {_summary('plain', finals['plain'])} gap={gap:.2f}"
+        f"{_summary('her', finals['her'], reach['her'])} "
+        f"{_summary('plain', finals['plain'], reach['plain'])} gap={gap:.2f}"
     )
 
 

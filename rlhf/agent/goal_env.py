@@ -65,6 +65,35 @@ def goal_input(observation: np.ndarray, goal: np.ndarray) -> np.ndarray:
     return np.concatenate([observation, goal], axis=-1).astype(np.float32)
 
 
+class GoalInputNormalizer:
+    """Running mean and std of observations and goals; the policy sees them standardised and
+    clipped to ``clip`` (the HER paper's, and rl-zoo3's ``normalize`` for Fetch): raw Fetch
+    inputs are positions near (1.3, 0.75, 0.5) m whose few-centimetre differences decide success."""
+
+    def __init__(self, obs_dim: int, goal_dim: int, clip: float = 5.0, eps: float = 1e-2) -> None:
+        self.clip, self.eps = clip, eps
+        self.count = 0
+        self.mean = np.zeros(obs_dim + goal_dim)
+        self.m2 = np.zeros(obs_dim + goal_dim)
+        self.obs_dim = obs_dim
+
+    def update(self, observation: np.ndarray, goal: np.ndarray) -> None:
+        """Add (n, obs_dim) observations and (n, goal_dim) goals (Chan et al.'s parallel update)."""
+        x = np.concatenate([observation, goal], axis=-1).astype(np.float64)
+        n, batch_mean = len(x), x.mean(0)
+        delta, total = batch_mean - self.mean, self.count + len(x)
+        self.m2 += ((x - batch_mean) ** 2).sum(0) + delta**2 * self.count * n / total
+        self.mean += delta * n / total
+        self.count = total
+
+    def __call__(self, observation: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        x = goal_input(observation, goal)
+        if not self.count:
+            return x
+        std = np.maximum(np.sqrt(self.m2 / self.count), self.eps)
+        return np.clip((x - self.mean) / std, -self.clip, self.clip).astype(np.float32)
+
+
 def input_dim(env: gym.Env) -> int:
     space = env.observation_space
     return int(space["observation"].shape[0] + space["desired_goal"].shape[0])

@@ -18,6 +18,7 @@ import pytest
 from rlhf.agent import goal_env
 from rlhf.agent.goal_env import (
     GoalEpisodeRecorder,
+    GoalInputNormalizer,
     env_reward_fn,
     goal_env_problem,
     goal_input,
@@ -116,3 +117,21 @@ def test_the_bench_trains_on_fetchreach_and_reports_each_episodes_success() -> N
     episodes = bench.train("FetchReach-v4", quick, 4.0, 150, seed=1)
     assert [end for end, _ in episodes] == [50, 100, 150]
     assert all(isinstance(ok, bool) for _, ok in episodes)
+
+
+def test_the_normalizer_standardises_with_the_running_statistics_of_all_updates() -> None:
+    rng = np.random.default_rng(3)
+    obs = rng.normal([1.3, 0.75], [0.02, 0.5], size=(300, 2))
+    goals = rng.normal(0.5, 0.1, size=(300, 1))
+    norm = GoalInputNormalizer(2, 1, clip=5.0)
+    np.testing.assert_array_equal(norm(obs[:2], goals[:2]), goal_input(obs[:2], goals[:2]))
+    for lo, hi in ((0, 7), (7, 100), (100, 300)):  # in uneven chunks, as episodes arrive
+        norm.update(obs[lo:hi], goals[lo:hi])
+    x = np.concatenate([obs, goals], axis=1)
+    np.testing.assert_allclose(norm.mean, x.mean(0))
+    out = norm(obs, goals)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.mean(0), 0, atol=1e-5)
+    np.testing.assert_allclose(out.std(0), 1, atol=1e-4)  # no sample beyond 5 std here
+    far = norm(np.array([[10.0, 0.75]]), np.array([[0.5]]))
+    assert far[0, 0] == 5.0  # clipped
