@@ -6,8 +6,9 @@ the same settings: with :class:`rlhf.agent.her.HERReplayBuffer` and the *future*
 observation and the desired goal side by side; rewards come from the env's own
 ``compute_reward`` at sample time (``rlhf.agent.goal_env``). Prints success per window of steps,
 and as the last line the final success rates (the episodes in the last 20% of steps): mean,
-median and range over seeds, the gap with HER minus without, and the median env step at which
-the success rate of the last 20 episodes first reached 0.95 (inf: never).
+median and range over seeds, the gap with HER minus without, the median final return (of the
+training episodes, so of the stochastic policy), and the median env step at which the success
+rate of the last 20 episodes first reached 0.95 (inf: never).
 
 Envs (``--env-id``), each with its horizon, success signal and SAC settings:
 
@@ -71,6 +72,15 @@ _FETCH_SAC = SACConfig(
 
 
 @dataclass(frozen=True)
+class Episode:
+    end: int
+    """The env step at the episode's end."""
+    success: bool
+    ret: float
+    """The env's return (Fetch: minus the steps away from the goal)."""
+
+
+@dataclass(frozen=True)
 class GoalTask:
     horizon: int
     success_key: str
@@ -104,10 +114,8 @@ def _batch(
     )
 
 
-def train(
-    env_id: str, task: GoalTask, future_k: float, steps: int, seed: int
-) -> list[tuple[int, bool]]:
-    """(env step at the episode's end, success) for every episode."""
+def train(env_id: str, task: GoalTask, future_k: float, steps: int, seed: int) -> list[Episode]:
+    """Every episode of one training run."""
     env = make_goal_env(env_id, task.horizon, **task.kwargs)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -120,11 +128,13 @@ def train(
     norm = GoalInputNormalizer(space["observation"].shape[0], space["desired_goal"].shape[0])
     inputs: InputFn = norm if task.normalize else goal_input
     obs, _ = env.reset(seed=seed)
-    episodes: list[tuple[int, bool]] = []
+    episodes: list[Episode] = []
+    ret = 0.0
     for step in range(steps):
         x = inputs(obs["observation"], obs["desired_goal"])[None]
         action = (explore if step < cfg.learning_starts else actor).sample(x, rng)[0]
-        nxt, _, terminated, truncated, info = env.step(action)
+        nxt, reward, terminated, truncated, info = env.step(action)
+        ret += float(reward)
         recorder.add(obs, action, nxt, terminated)
         obs = nxt
         if terminated or truncated:
@@ -132,7 +142,8 @@ def train(
             buf.add_episode(episode)
             norm.update(episode.observation, episode.desired_goal)
             norm.update(episode.next_observation, episode.next_achieved_goal)
-            episodes.append((step + 1, bool(info.get(task.success_key, False))))
+            episodes.append(Episode(step + 1, bool(info.get(task.success_key, False)), ret))
+            ret = 0.0
             obs, _ = env.reset()
         if step >= cfg.learning_starts and len(buf):
             learner.update(_batch(buf, cfg.batch_size, rng, inputs))
@@ -140,26 +151,30 @@ def train(
     return episodes
 
 
-def _rate(episodes: list[tuple[int, bool]], lo: float, hi: float) -> float:
-    hits = [ok for end, ok in episodes if lo < end <= hi]
-    return float(np.mean(hits)) if hits else float("nan")
+def _rate(episodes: list[Episode], lo: float, hi: float, what: str = "success") -> float:
+    """Mean success (or ``what``) of the episodes that ended in (lo, hi]."""
+    values = [getattr(e, what) for e in episodes if lo < e.end <= hi]
+    return float(np.mean(values)) if values else float("nan")
 
 
-def _steps_to(episodes: list[tuple[int, bool]], level: float, last: int = 20) -> float:
+def _steps_to(episodes: list[Episode], level: float, last: int = 20) -> float:
     """The env step at which the success rate of the last ``last`` episodes first reaches
     ``level`` (inf if it never does)."""
-    ok = np.array([hit for _, hit in episodes], float)
+    ok = np.array([e.success for e in episodes], float)
     for i in range(last, len(ok) + 1):
         if ok[i - last : i].mean() >= level:
-            return float(episodes[i - 1][0])
+            return float(episodes[i - 1].end)
     return float("inf")
 
 
-def _summary(name: str, finals: list[float], reach: list[float]) -> str:
+def _summary(name: str, runs: list[tuple[float, float, float]]) -> str:
+    """Over seeds, of (final success, final return, steps to a 0.95 success rate) per run."""
+    success, ret, reach = (list(column) for column in zip(*runs, strict=True))
     return (
-        f"{name}_success_mean={statistics.fmean(finals):.2f} "
-        f"{name}_median={statistics.median(finals):.2f} "
-        f"{name}_range=[{min(finals):.2f},{max(finals):.2f}] "
+        f"{name}_success_mean={statistics.fmean(success):.2f} "
+        f"{name}_median={statistics.median(success):.2f} "
+        f"{name}_range=[{min(success):.2f},{max(success):.2f}] "
+        f"{name}_return_median={statistics.median(ret):.1f} "
         f"{name}_steps_to_0.95_median={statistics.median(reach):g}"
     )
 
@@ -199,25 +214,31 @@ def main() -> None:
     if args.normalize is not None:
         task = dataclasses.replace(task, normalize=args.normalize)
     torch.set_num_threads(1)
-    finals: dict[str, list[float]] = {"her": [], "plain": []}
-    reach: dict[str, list[float]] = {"her": [], "plain": []}
+    runs: dict[str, list[tuple[float, float, float]]] = {"her": [], "plain": []}
     windows = np.linspace(0, args.steps, 6)
     print(f"{args.env_id}, {args.steps} steps, success rate per window of steps")
-    print("| seed | buffer | " + " | ".join(f"<= {w / 1000:g}k" for w in windows[1:]) + " | s |")
+    header = " | ".join(f"<= {w / 1000:g}k" for w in windows[1:])
+    print(f"| seed | buffer | {header} | final return | s |")
     for seed in range(1, args.seeds + 1):
         for name, k in (("her", args.future_k), ("plain", 0.0)):
             start = time.perf_counter()
             episodes = train(args.env_id, task, k, args.steps, seed)
             rates = [_rate(episodes, lo, hi) for lo, hi in itertools.pairwise(windows)]
+            last = (0.8 * args.steps, args.steps)  # the final rates: the last 20% of steps
+            runs[name].append(
+                (_rate(episodes, *last), _rate(episodes, *last, "ret"), _steps_to(episodes, 0.95))
+            )
             cells = " | ".join(f"{r:.2f}" for r in rates)
-            print(f"| {seed} | {name} | {cells} | {time.perf_counter() - start:.0f} |", flush=True)
-            finals[name].append(_rate(episodes, 0.8 * args.steps, args.steps))
-            reach[name].append(_steps_to(episodes, 0.95))
-    gap = statistics.fmean(finals["her"]) - statistics.fmean(finals["plain"])
+            took = time.perf_counter() - start
+            print(
+                f"| {seed} | {name} | {cells} | {runs[name][-1][1]:.1f} | {took:.0f} |", flush=True
+            )
+    gap = statistics.fmean(r[0] for r in runs["her"]) - statistics.fmean(
+        r[0] for r in runs["plain"]
+    )
     print(
         f"env={args.env_id} steps={args.steps} seeds={args.seeds} future_k={args.future_k} "
-        f"{_summary('her', finals['her'], reach['her'])} "
-        f"{_summary('plain', finals['plain'], reach['plain'])} gap={gap:.2f}"
+        f"{_summary('her', runs['her'])} {_summary('plain', runs['plain'])} gap={gap:.2f}"
     )
 
 

@@ -115,8 +115,10 @@ def test_the_bench_trains_on_fetchreach_and_reports_each_episodes_success() -> N
         task, sac=dataclasses.replace(task.sac, learning_starts=60, batch_size=32)
     )
     episodes = bench.train("FetchReach-v4", quick, 4.0, 150, seed=1)
-    assert [end for end, _ in episodes] == [50, 100, 150]
-    assert all(isinstance(ok, bool) for _, ok in episodes)
+    assert [e.end for e in episodes] == [50, 100, 150]
+    assert all(isinstance(e.success, bool) for e in episodes)
+    # a Fetch return counts the steps away from the goal: -50 to 0, and 0 only ending there
+    assert all(-50 <= e.ret <= 0 and (e.ret < 0 or e.success) for e in episodes)
 
 
 def test_the_normalizer_standardises_with_the_running_statistics_of_all_updates() -> None:
