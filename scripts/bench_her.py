@@ -18,8 +18,9 @@ Envs (``--env-id``), each with its horizon, success signal and SAC settings:
 - ``FetchReach-v4``, ``FetchPush-v4``: sparse reward (-1 / 0 within 5 cm), 50-step episodes;
   success: ``info["is_success"]`` on the last step; SAC as rl-zoo3 tunes it for FetchReach
   (gamma 0.95, lr 1e-3, batch 256, 64-wide networks, one actor step per critic step, inputs
-  standardised by running mean and std) with tau 0.05 (the HER paper's). They need mujoco < 4 (gymnasium-robotics 1.4.2's Fetch robots fail
-  on mujoco 4.0.0), which the goals extra pins; on mujoco 4 they are refused in one line.
+  standardised by running mean and std; ``--no-normalize`` feeds them raw) with tau 0.05 (the
+  HER paper's). They need mujoco < 4 (gymnasium-robotics 1.4.2's Fetch robots fail on mujoco
+  4.0.0), which the goals extra pins; on mujoco 4 they are refused in one line.
 
     .venv/bin/python scripts/bench_her.py                            # PointMaze, 20k steps
     .venv/bin/python scripts/bench_her.py --env-id FetchReach-v4 --seeds 3
