@@ -13,7 +13,8 @@ length), as the offline preference datasets do (Preference Transformer's index +
     OUT/ratings.parquet                     graded clips (see rlhf.dataset_ratings)
 
 - ``dataset.json``: ``format`` ("rlhf-preferences"), ``schema_version``, the rlhf version that
-  wrote it, the run's name, env id and env kwargs, ``rating_scale`` (the run's grade scale,
+  wrote it, the run's name, env id and env kwargs, ``task`` (what the labellers were asked to
+  teach, ``rlhf train --task``; null if none), ``rating_scale`` (the run's grade scale,
   {"levels": K, "names": [...]}, or null), row counts, and ``minari`` (the Minari dataset id and
   its path inside the dataset).
 - ``segments.parquet``: one row per segment: ``id`` (the run's segment id), ``episode_id`` (its
@@ -127,6 +128,7 @@ def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCount
         "run_name": meta.get("run_name", run.name),
         "env_id": meta.get("env_id"),
         "env_kwargs": meta.get("env_kwargs", {}),
+        "task": meta.get("task") or None,
         "rating_scale": meta.get(SCALE_META),
         "counts": counts.__dict__,
         "minari": {"dataset_id": MINARI_ID, "path": f"{MINARI_ROOT}/{MINARI_ID}/data"},
@@ -214,7 +216,7 @@ def import_dataset(dataset: Path, target: Path) -> DatasetCounts:
     ratings = read_rating_rows(dataset)
     store = LabelStore(store_path)
     try:
-        for key in ("run_name", "env_id", "env_kwargs", "rating_scale"):
+        for key in ("run_name", "env_id", "env_kwargs", "task", "rating_scale"):
             if info.get(key) is not None:
                 store.set_meta(key, info[key])
         with store._tx() as con:  # one transaction: a failed import leaves no rows behind

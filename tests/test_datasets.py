@@ -40,6 +40,7 @@ def source(tmp_path_factory) -> Path:
             runs_dir=str(runs),
             run_name="src",
             progress=False,
+            task="swing up, then hold still",
             ppo=PPOConfig(num_steps=512, num_minibatches=4, update_epochs=1),
             query=QueryConfig(total_labels=12, segment_length=25),
         )
@@ -64,6 +65,8 @@ def test_export_import_export_gives_the_same_files_and_the_same_labels(
     assert new.labels() == old.labels()  # answers, sources, labellers, times
     assert [p.mu for p in new.preferences()] == [p.mu for p in old.preferences()]
     assert new.get_meta("env_id") == "Pendulum-v1"
+    assert new.get_meta("task") == "swing up, then hold still"  # what the labels mean
+    assert json.loads((tmp_path / "b" / "dataset.json").read_text())["task"] == new.get_meta("task")
     for label in old.labels():
         was, now = old.get_pair(label.pair_id), new.get_pair(label.pair_id)
         for a, b in ((was.left, now.left), (was.right, now.right)):
