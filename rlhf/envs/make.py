@@ -7,8 +7,10 @@ non-vector observations, and (for people labelling) an env whose clips cannot be
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib.util
+import io
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -78,11 +80,24 @@ class EnvInfo:
 
 def check_env_id(env_id: str) -> None:
     """Fail with a one-line message (and a suggestion) if ``env_id`` is not registered."""
-    if env_id in gym.registry:
+    if env_id in gym.registry or (_register_robotics() and env_id in gym.registry):
         return
     close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise EnvError(f"unknown environment id {env_id!r}{hint}")
+
+
+def _register_robotics() -> bool:
+    """Register gymnasium-robotics' envs (PointMaze, Fetch ...) if it is installed: their ids
+    are then known, so a run can say why it does not take them rather than not knowing them."""
+    if importlib.util.find_spec("gymnasium_robotics") is None:
+        return False
+    # Its import prints a note about Adroit reward versions: not ours to show.
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        import gymnasium_robotics
+
+        gym.register_envs(gymnasium_robotics)
+    return True
 
 
 def make_env(env_id: str, kwargs: dict[str, Any] | None = None, **extra: Any) -> gym.Env:
@@ -137,6 +152,13 @@ def _render_problem(env_id: str, env: gym.Env, kind: StateKind) -> str | None:
 def _check_spaces(env_id: str, action: gym.Space, observation: gym.Space) -> None:
     if not isinstance(action, gym.spaces.Box):
         raise EnvError(f"{env_id} has {action}; rlhf needs continuous (Box) actions")
+    goal_keys = {"observation", "achieved_goal", "desired_goal"}
+    if isinstance(observation, gym.spaces.Dict) and goal_keys <= set(observation.spaces):
+        raise EnvError(
+            f"{env_id} is goal-conditioned (dict observations: observation, achieved_goal,"
+            " desired_goal); rlhf train does not take such envs yet: scripts/bench_her.py trains"
+            " them with SAC and hindsight relabelling"
+        )
     if not isinstance(observation, gym.spaces.Box) or len(observation.shape) != 1:
         raise EnvError(
             f"{env_id} has {observation} observations; rlhf needs flat vectors (a Box of rank 1)"
