@@ -139,12 +139,15 @@ def build_trainer(
         reset_seed = int(
             np.random.SeedSequence([cfg.seed, progress.env_steps]).generate_state(1)[0]
         )
-    collector = RolloutCollector(envs, cfg.env_id, obs_norm, reset_seed, progress.env_steps)
+    learns_reward = reward_fn is None and cfg.reward == "learned"
+    collector = RolloutCollector(
+        envs, cfg.env_id, obs_norm, reset_seed, progress.env_steps, reward_parts=learns_reward
+    )
     clock = CheckpointClock(cfg.checkpoint_every, cfg.checkpoint_minutes)
     t = Trainer(cfg, plan, run_dir, logger, stop, agent, collector, rngs, progress, clock)
     t.start_step = progress.env_steps
     t.replay = replay
-    if reward_fn is not None or cfg.reward == "env":
+    if not learns_reward:
         t.reward_fn = reward_fn
         if replay is not None:
             replay.set_reward_fn(ENV_REWARD if reward_fn is None else reward_fn)

@@ -86,9 +86,13 @@ class RolloutCollector:
         obs_norm: ObsNormalizer,
         seed: int,
         start_step: int = 0,
+        reward_parts: bool = False,
     ) -> None:
-        """``seed`` seeds the first reset; ``start_step`` > 0 continues a resumed run's count."""
+        """``seed`` seeds the first reset; ``start_step`` > 0 continues a resumed run's count;
+        ``reward_parts``: keep the env's reward terms with each rollout (a learned-reward run
+        compares its reward with them; nobody else reads them, so others skip the work)."""
         self.envs = envs
+        self.reward_parts = reward_parts
         self.env_id = env_id
         self.obs_norm = obs_norm
         self.num_envs = envs.num_envs
@@ -148,7 +152,8 @@ class RolloutCollector:
                     StepRecord(raw_obs[t], applied[t], self.obs, rewards[t], terminated[t],
                                valid[t], qpos[t], qvel[t])
                 )  # fmt: skip
-            _record_reward_parts(parts, info, t, num_steps, n)
+            if self.reward_parts:
+                _record_reward_parts(parts, info, t, num_steps, n)
             self._tally(rewards[t], valid[t], _ended(info, n))
             for i in np.flatnonzero(done):
                 returns.append(float(self.ep_return[i]))

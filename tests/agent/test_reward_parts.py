@@ -16,7 +16,7 @@ from rlhf.report import log_reward_quality
 def _rollout(env_id: str, obs_dim: int, act_dim: int, steps: int):
     envs = make_vec_env(env_id, 2, 0)
     learner = PPOLearner(obs_dim, act_dim, 2, PPOConfig(num_steps=steps), torch.device("cpu"))
-    collector = RolloutCollector(envs, env_id, learner.obs_norm, 0)
+    collector = RolloutCollector(envs, env_id, learner.obs_norm, 0, reward_parts=True)
     rollout = collector.collect(learner.actor(), steps, np.random.default_rng(0))
     envs.close()
     return rollout.raw
@@ -28,6 +28,15 @@ def test_halfcheetah_reward_is_the_sum_of_the_terms_the_rollout_carries() -> Non
     total = raw.reward_parts["forward"] + raw.reward_parts["ctrl"]
     np.testing.assert_allclose(total, raw.true_rewards, atol=1e-5)
     assert (raw.reward_parts["ctrl"][raw.valid] < 0).all()  # a cost, on every real step
+
+
+def test_runs_that_do_not_learn_a_reward_skip_the_terms() -> None:
+    envs = make_vec_env("HalfCheetah-v5", 1, 0)
+    learner = PPOLearner(17, 6, 1, PPOConfig(num_steps=16), torch.device("cpu"))
+    collector = RolloutCollector(envs, "HalfCheetah-v5", learner.obs_norm, 0)
+    raw = collector.collect(learner.actor(), 16, np.random.default_rng(0)).raw
+    envs.close()
+    assert raw.reward_parts == {}
 
 
 def test_terms_are_zero_on_the_reset_steps_after_a_fall() -> None:
@@ -67,3 +76,27 @@ def test_each_term_gets_its_own_correlation() -> None:
     assert np.isclose(logger.values["reward/pearson_forward"], 1.0)
     assert abs(logger.values["reward/pearson_ctrl"]) < 0.3
     assert 0.5 < logger.values["reward/pearson_true"] < 0.9
+
+
+def test_a_learned_reward_run_logs_a_correlation_per_term(tmp_path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from rlhf.config import Config, QueryConfig
+    from rlhf.runner import run
+
+    run(
+        Config(
+            env_id="HalfCheetah-v5",
+            total_timesteps=1024,
+            feedback="synthetic",
+            runs_dir=str(tmp_path),
+            run_name="parts",
+            progress=False,
+            ppo=PPOConfig(num_steps=512, num_minibatches=4, update_epochs=1),
+            query=QueryConfig(total_labels=10, segment_length=25),
+        )
+    )
+    acc = EventAccumulator(str(tmp_path / "parts" / "tb"))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    assert {"reward/pearson_true", "reward/pearson_forward", "reward/pearson_ctrl"} <= tags
