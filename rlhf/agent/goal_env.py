@@ -15,6 +15,7 @@ import numpy as np
 
 from rlhf.agent.her import GoalEpisode, GoalRewardFn
 from rlhf.config import ConfigError
+from rlhf.envs import check_env_id, is_goal_space
 
 MUJOCO_3_ONLY = ("Fetch",)
 """Env id prefixes that need mujoco < 4: gymnasium-robotics 1.4.2's Fetch robots fail on mujoco
@@ -46,15 +47,9 @@ def make_goal_env(env_id: str, horizon: int, **kwargs: object) -> gym.Env:
     problem = goal_env_problem(env_id)
     if problem:
         raise ConfigError(problem)
-    import gymnasium_robotics
-
-    gym.register_envs(gymnasium_robotics)
+    check_env_id(env_id)  # registers gymnasium-robotics' envs; an unknown id is one line
     env = gym.make(env_id, max_episode_steps=horizon, **kwargs)
-    if not isinstance(env.observation_space, gym.spaces.Dict) or not {
-        "observation",
-        "achieved_goal",
-        "desired_goal",
-    } <= set(env.observation_space.spaces):
+    if not is_goal_space(env.observation_space):
         env.close()
         raise ConfigError(f"{env_id} is not goal-conditioned (no achieved/desired goal)")
     return env

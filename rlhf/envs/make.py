@@ -78,6 +78,12 @@ class EnvInfo:
     render_problem: str | None
 
 
+def is_goal_space(space: gym.Space) -> bool:
+    """A goal-conditioned env's observations: a dict of observation, achieved and desired goal."""
+    keys = {"observation", "achieved_goal", "desired_goal"}
+    return isinstance(space, gym.spaces.Dict) and keys <= set(space.spaces)
+
+
 def check_env_id(env_id: str) -> None:
     """Fail with a one-line message (and a suggestion) if ``env_id`` is not registered."""
     if env_id in gym.registry or (_register_robotics() and env_id in gym.registry):
@@ -152,8 +158,7 @@ def _render_problem(env_id: str, env: gym.Env, kind: StateKind) -> str | None:
 def _check_spaces(env_id: str, action: gym.Space, observation: gym.Space) -> None:
     if not isinstance(action, gym.spaces.Box):
         raise EnvError(f"{env_id} has {action}; rlhf needs continuous (Box) actions")
-    goal_keys = {"observation", "achieved_goal", "desired_goal"}
-    if isinstance(observation, gym.spaces.Dict) and goal_keys <= set(observation.spaces):
+    if is_goal_space(observation):
         raise EnvError(
             f"{env_id} is goal-conditioned (dict observations: observation, achieved_goal,"
             " desired_goal); rlhf train does not take such envs yet: scripts/bench_her.py trains"
