@@ -146,6 +146,10 @@ class SACConfig:
     """Tune the entropy coefficient towards a target entropy of -act_dim."""
     hidden_size: int = 256
     """Width of the two hidden layers of actor and critics."""
+    hidden_dtype: Literal["float32", "bfloat16"] = "float32"
+    """Precision of the hidden-to-hidden products of actor and critics (~90% of a step's
+    arithmetic); bfloat16 halves a gradient step on CPUs with native bf16 (AVX512-BF16, AMX) and
+    slows it elsewhere; weights, Q-values and losses stay float32 (scripts/bench_sac.py)."""
     iteration_steps: int = 1000
     """Env steps (per env) between two preference rounds, log lines and checkpoint checks."""
     pretrain_steps: int = 9000

@@ -4,10 +4,11 @@ Both train on HalfCheetah-v5's own reward with one env, one torch thread on the 
 settings they share: Adam 3e-4 for actor, critics and entropy coefficient, batch 256, tau 0.005,
 gamma 0.99, one gradient step per env step, an actor step every step (``--sac.policy-frequency
 1``, as SB3 does), automatic entropy tuning from 1.0, two 256-wide hidden layers, uniformly
-random actions for the first ``--learning-starts`` steps. Speed is the training phase's steps/s
-(after learning starts, where the gradient steps are), taken per seed with the two runs
-interleaved (their order alternates), so a busy machine slows both alike: medians, and the ratio
-of medians. Return: the mean true return of the last 10 training episodes, as both report it.
+random actions for the first ``--learning-starts`` steps. ``ours-bf16`` is ours with
+``--sac.hidden-dtype bfloat16`` (the hidden-to-hidden products in bfloat16). Speed is the
+training phase's steps/s (after learning starts, where the gradient steps are), taken per seed
+with the runs interleaved (their order rotates), so a busy machine slows all alike: medians, and
+ratios of medians. Return: the mean true return of the last 10 training episodes, as both report it.
 
     .venv/bin/python scripts/bench_sac.py                   # 3 seeds x 30k steps (long)
     .venv/bin/python scripts/bench_sac.py --steps 10000 --seeds 1
@@ -43,17 +44,19 @@ class Result:
     """Mean true return of the last 10 episodes."""
 
 
-def ours(steps: int, starts: int, seed: int, root: Path) -> Result:
+def ours(steps: int, starts: int, seed: int, root: Path, hidden_dtype: str) -> Result:
     sac = SACConfig(
-        policy_lr=LR, q_lr=LR, policy_frequency=1, learning_starts=starts, iteration_steps=500
-    )
+        policy_lr=LR, q_lr=LR, policy_frequency=1, learning_starts=starts, iteration_steps=500,
+        hidden_dtype=hidden_dtype,
+    )  # fmt: skip
+    name = f"ours-{hidden_dtype}-{seed}"
     cfg = Config(
         env_id=ENV_ID, algo="sac", reward="env", total_timesteps=steps, seed=seed,
-        runs_dir=str(root), run_name=f"ours{seed}", progress=False, sac=sac, device="cpu",
+        runs_dir=str(root), run_name=name, progress=False, sac=sac, device="cpu",
     )  # fmt: skip
     summary = run(cfg)
     # Iterations with gradient steps log losses/*; their TensorBoard wall times time the phase.
-    acc = EventAccumulator(str(root / f"ours{seed}" / "tb"))
+    acc = EventAccumulator(str(root / name / "tb"))
     acc.Reload()
     events = acc.Scalars("charts/gradient_steps")
     first, last = events[0], events[-1]
@@ -79,47 +82,56 @@ def sb3(steps: int, starts: int, seed: int) -> Result:
     return Result(sps, float(np.mean(returns)) if returns else float("nan"))
 
 
+VARIANTS = {
+    "ours": "float32",
+    "ours-bf16": "bfloat16",
+    "sb3": "",
+}
+"""Our SAC in float32, ours with bfloat16 hidden products (--sac.hidden-dtype), and SB3's."""
+
+
+def _spread(values: list[float]) -> str:
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.1f} +- {sd:.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30_000)
     parser.add_argument("--learning-starts", type=int, default=5_000)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--quick", action="store_true", help="2.5k steps, 1 seed")
     args = parser.parse_args()
     if args.quick:
         args.steps, args.learning_starts, args.seeds = 2500, 1000, 1
     torch.set_num_threads(1)
-    rows: list[tuple[int, Result, Result]] = []
+    results: dict[str, list[Result]] = {name: [] for name in args.variants}
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(1, args.seeds + 1):
-            pair: dict[str, Result] = {}
-            order = ("ours", "sb3") if seed % 2 else ("sb3", "ours")
-            for name in order:
-                if name == "ours":
-                    pair[name] = ours(args.steps, args.learning_starts, seed, Path(tmp))
+            # The order rotates from seed to seed, so a busy spell slows each variant alike.
+            k = (seed - 1) % len(args.variants)
+            for name in args.variants[k:] + args.variants[:k]:
+                if name == "sb3":
+                    r = sb3(args.steps, args.learning_starts, seed)
                 else:
-                    pair[name] = sb3(args.steps, args.learning_starts, seed)
-            rows.append((seed, pair["ours"], pair["sb3"]))
-            o, s = pair["ours"], pair["sb3"]
-            print(f"seed {seed}: ours {o.sps:6.1f} steps/s return {o.ret:8.1f} | "
-                  f"sb3 {s.sps:6.1f} steps/s return {s.ret:8.1f} | ratio {o.sps / s.sps:.2f}",
-                  flush=True)  # fmt: skip
-    ours_sps = statistics.median(r[1].sps for r in rows)
-    sb3_sps = statistics.median(r[2].sps for r in rows)
-    ours_ret = statistics.median(r[1].ret for r in rows)
-    sb3_ret = statistics.median(r[2].ret for r in rows)
-    pair_ratio = statistics.median(r[1].sps / r[2].sps for r in rows)
+                    r = ours(args.steps, args.learning_starts, seed, Path(tmp), VARIANTS[name])
+                results[name].append(r)
+                print(f"seed {seed}: {name:9} {r.sps:6.1f} steps/s return {r.ret:8.1f}", flush=True)
     print(f"{ENV_ID}, {args.steps} steps ({args.learning_starts} random), {args.seeds} seed(s),"
           " 1 torch thread, CPU")  # fmt: skip
-    print(
-        f"| | steps/s (training) | return (last 10 episodes) |\n| --- | --- | --- |\n"
-        f"| ours | {ours_sps:.1f} | {ours_ret:.1f} |\n| SB3 | {sb3_sps:.1f} | {sb3_ret:.1f} |"
+    base = statistics.median(r.sps for r in results["sb3"]) if "sb3" in results else float("nan")
+    print("| | steps/s (training, median) | vs SB3 | return (last 10 episodes, mean +- std) |")
+    print("| --- | --- | --- | --- |")
+    for name, rs in results.items():
+        sps = statistics.median(r.sps for r in rs)
+        print(f"| {name} | {sps:.1f} | {sps / base:.2f}x | {_spread([r.ret for r in rs])} |")
+    summary = " ".join(
+        f"{name}_sps={statistics.median(r.sps for r in rs):.1f}"
+        f" {name}_return={statistics.median(r.ret for r in rs):.1f}"
+        for name, rs in results.items()
     )
-    print(
-        f"steps={args.steps} seeds={args.seeds} ours_return={ours_ret:.1f} sb3_return={sb3_ret:.1f}"
-        f" ours_sps={ours_sps:.1f} sb3_sps={sb3_sps:.1f} pair_ratio_sps={pair_ratio:.2f}"
-        f" ratio_sps={ours_sps / sb3_sps:.2f}"
-    )
+    print(f"steps={args.steps} seeds={args.seeds} {summary}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,12 @@ thread, where the number of torch calls costs as much as the arithmetic:
   save a call but cost a backward pass over the ``next_obs`` half: more arithmetic, which is
   what a CPU step is made of);
 * the actor loss reads the critics through detached weights, so its backward pass computes no
-  critic weight gradients that would be thrown away.
+  critic weight gradients that would be thrown away;
+* optionally (``hidden_dtype=torch.bfloat16``) the hidden-to-hidden products, ~90% of a step's
+  arithmetic, run in bfloat16, which CPUs with native bf16 (AVX512-BF16, AMX) multiply several
+  times faster; weights, inputs, outputs, biases and losses stay float32, so Q-values keep their
+  precision (a bf16 Q-value of 300 would move in steps of 2) and only the hidden activations of
+  one layer are rounded.
 """
 
 from __future__ import annotations
@@ -34,8 +39,16 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 class TwinQ(nn.Module):
     """Two Q-networks Q(s, a) -> (2, B), each Linear-ReLU-Linear-ReLU-Linear."""
 
-    def __init__(self, obs_dim: int, act_dim: int, hidden: int = 256, members: int = 2) -> None:
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        hidden: int = 256,
+        members: int = 2,
+        hidden_dtype: torch.dtype = torch.float32,
+    ) -> None:
         super().__init__()
+        self.hidden_dtype = hidden_dtype
         sizes = [obs_dim + act_dim, hidden, hidden, 1]
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
@@ -56,21 +69,49 @@ class TwinQ(nn.Module):
         for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
             if frozen:
                 w, b = w.detach(), b.detach()
-            h = torch.baddbmm(b, h, w)
+            if 0 < i < last and self.hidden_dtype != torch.float32:
+                dt = self.hidden_dtype
+                h = torch.bmm(h.to(dt), w.to(dt)).float() + b
+            else:
+                h = torch.baddbmm(b, h, w)
             if i < last:
                 h = F.relu(h)
         return h.squeeze(-1)
+
+
+class CastLinear(nn.Linear):
+    """An ``nn.Linear`` whose product runs in ``compute_dtype`` (float32 weights, input, bias and
+    output: the same state dict as a plain Linear, and numpy readers see float32 weights)."""
+
+    def __init__(self, n_in: int, n_out: int, compute_dtype: torch.dtype) -> None:
+        super().__init__(n_in, n_out)
+        self.compute_dtype = compute_dtype
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.compute_dtype == torch.float32:
+            return super().forward(x)
+        dt = self.compute_dtype
+        return F.linear(x.to(dt), self.weight.to(dt)).float() + self.bias
 
 
 class SquashedGaussianActor(nn.Module):
     """pi(a|s): a Gaussian in R^act_dim squashed by tanh into the action box."""
 
     def __init__(
-        self, obs_dim: int, act_dim: int, low: np.ndarray, high: np.ndarray, hidden: int = 256
+        self,
+        obs_dim: int,
+        act_dim: int,
+        low: np.ndarray,
+        high: np.ndarray,
+        hidden: int = 256,
+        hidden_dtype: torch.dtype = torch.float32,
     ) -> None:
         super().__init__()
         self.body = nn.Sequential(
-            nn.Linear(obs_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()
+            nn.Linear(obs_dim, hidden),
+            nn.ReLU(),
+            CastLinear(hidden, hidden, hidden_dtype),
+            nn.ReLU(),
         )
         self.head = nn.Linear(hidden, 2 * act_dim)  # mean and log-std side by side
         low_t, high_t = (

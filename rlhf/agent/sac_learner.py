@@ -32,8 +32,11 @@ class SACLearner:
         self.cfg = cfg
         self.device = device
         self.obs_dim, self.act_dim = obs_dim, act_dim
-        self.actor = SquashedGaussianActor(obs_dim, act_dim, low, high, cfg.hidden_size).to(device)
-        self.qf = TwinQ(obs_dim, act_dim, cfg.hidden_size).to(device)
+        self.hidden_dtype = getattr(torch, cfg.hidden_dtype)
+        self.actor = SquashedGaussianActor(
+            obs_dim, act_dim, low, high, cfg.hidden_size, self.hidden_dtype
+        ).to(device)
+        self.qf = self._new_critics()
         self.qf_target = copy.deepcopy(self.qf).requires_grad_(False)
         # fused Adam: one kernel for all parameters, where a per-tensor loop would dominate.
         self.actor_optimizer = torch.optim.Adam(
@@ -63,10 +66,15 @@ class SACLearner:
     def reset_critics(self) -> None:
         """New critics, targets and critic optimiser (PEBBLE, after unsupervised pretraining:
         values learned for the intrinsic reward would mislead the first updates on the learned one)."""
-        self.qf = TwinQ(self.obs_dim, self.act_dim, self.cfg.hidden_size).to(self.device)
+        self.qf = self._new_critics()
         self.qf_target = copy.deepcopy(self.qf).requires_grad_(False)
         self.q_optimizer = torch.optim.Adam(self.qf.parameters(), lr=self.cfg.q_lr, fused=True)
         self.critic_resets += 1
+
+    def _new_critics(self) -> TwinQ:
+        return TwinQ(
+            self.obs_dim, self.act_dim, self.cfg.hidden_size, hidden_dtype=self.hidden_dtype
+        ).to(self.device)
 
     def update(self, sample: Transitions) -> SACStats:
         """One gradient step of the critics; every ``policy_frequency`` steps as many actor

@@ -108,8 +108,29 @@ def test_twin_critics_are_two_independent_networks() -> None:
     assert act.grad is not None and act.grad.abs().sum() > 0
 
 
-def test_a_terminated_transition_bootstraps_from_the_terminal_value() -> None:
-    cfg = SACConfig(hidden_size=8, batch_size=4, tau=1.0, q_lr=0.5)
+def test_bfloat16_hidden_products_keep_float32_weights_and_outputs() -> None:
+    """--sac.hidden-dtype bfloat16 rounds the hidden products only: the same state dict (a
+    checkpoint loads either way), float32 Q-values and actions close to the float32 networks'."""
+    torch.manual_seed(0)
+    q32, a32 = TwinQ(17, 6, 256), SquashedGaussianActor(17, 6, -np.ones(6), np.ones(6), 256)
+    q16 = TwinQ(17, 6, 256, hidden_dtype=torch.bfloat16)
+    a16 = SquashedGaussianActor(17, 6, -np.ones(6), np.ones(6), 256, torch.bfloat16)
+    q16.load_state_dict(q32.state_dict())
+    a16.load_state_dict(a32.state_dict())
+    obs, act = 3 * torch.randn(256, 17), torch.rand(256, 6) * 2 - 1
+    v32, v16 = q32(obs, act), q16(obs, act)
+    assert v16.dtype == torch.float32 and not torch.equal(v16, v32)  # the bf16 path ran
+    torch.testing.assert_close(v16, v32, rtol=0.02, atol=0.02)
+    m32, m16 = a32.mean_logstd(obs)[0], a16.mean_logstd(obs)[0]
+    assert m16.dtype == torch.float32 and not torch.equal(m16, m32)
+    torch.testing.assert_close(m16, m32, rtol=0.02, atol=0.02)
+    v16.sum().backward()
+    assert all(w.grad is not None and w.grad.dtype == torch.float32 for w in q16.weights)
+
+
+@pytest.mark.parametrize("hidden_dtype", ["float32", "bfloat16"])
+def test_a_terminated_transition_bootstraps_from_the_terminal_value(hidden_dtype: str) -> None:
+    cfg = SACConfig(hidden_size=8, batch_size=4, tau=1.0, q_lr=0.5, hidden_dtype=hidden_dtype)
     learner = SACLearner(2, 1, -np.ones(1), np.ones(1), cfg, torch.device("cpu"))
     buf = ReplayBuffer(4, 2, 1)
     ones = np.ones(4, np.float32)
