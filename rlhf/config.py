@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from rlhf import config_paths
+from rlhf.config_agents import PPOConfig, SACConfig
 from rlhf.config_ratings import DataConfig, RatingScale, RatingsConfig
 from rlhf.labellers import LabellerError, labeller_names
 
@@ -63,117 +64,6 @@ def check_run_name(name: str) -> None:
         "{run_name} must be a plain directory name (no '/', '\\', '..' or absolute path)",
         f": {name!r}",
     )
-
-
-@dataclass(frozen=True)
-class PPOConfig:
-    """PPO hyperparameters (CleanRL ppo_continuous_action defaults)."""
-
-    learning_rate: float = 3e-4
-    """Adam learning rate."""
-    anneal_lr: bool = True
-    """Anneal the learning rate linearly to 0 over the run."""
-    num_steps: int = 2048
-    """Steps per env per rollout."""
-    gamma: float = 0.99
-    """Discount factor."""
-    gae_lambda: float = 0.95
-    """GAE lambda."""
-    num_minibatches: int = 32
-    """Minibatches per epoch."""
-    update_epochs: int = 10
-    """Epochs over each rollout."""
-    norm_adv: bool = True
-    """Normalise advantages per minibatch."""
-    clip_coef: float = 0.2
-    """Surrogate clipping coefficient."""
-    clip_vloss: bool = True
-    """Clip the value loss as in the PPO paper."""
-    ent_coef: float = 0.0
-    """Entropy bonus coefficient."""
-    vf_coef: float = 0.5
-    """Value loss coefficient."""
-    max_grad_norm: float = 0.5
-    """Global gradient-norm clip."""
-    target_kl: Annotated[float | None, tyro.conf.arg(metavar="FLOAT")] = None
-    """Stop an update early when the approximate KL exceeds this (None: never)."""
-    hidden_size: int = 64
-    """Width of the two hidden layers of actor and critic."""
-    init_log_std: float = 0.0
-    """Initial log standard deviation of the Gaussian policy's actions (0: std 1, CleanRL's).
-    A smaller one starts from calmer behaviour: on Ant-v5, -1 lets PPO and RLHF learn at all
-    within 300k steps (see the README)."""
-    norm_obs: bool = True
-    """Normalise the policy's observations with running statistics (the reward model sees raw ones)."""
-    norm_reward: bool = True
-    """Scale the reward PPO trains on by a running std of the discounted return, then clip to +-10."""
-
-    def validate(self) -> None:
-        _check(self.learning_rate > 0, "{ppo.learning_rate} must be > 0")
-        _check(self.num_steps >= 1, "{ppo.num_steps} must be >= 1")
-        _check(0 <= self.gamma <= 1, "{ppo.gamma} must be in [0, 1]")
-        _check(0 <= self.gae_lambda <= 1, "{ppo.gae_lambda} must be in [0, 1]")
-        _check(self.num_minibatches >= 1, "{ppo.num_minibatches} must be >= 1")
-        _check(self.update_epochs >= 1, "{ppo.update_epochs} must be >= 1")
-        _check(self.clip_coef > 0, "{ppo.clip_coef} must be > 0")
-        _check(self.max_grad_norm > 0, "{ppo.max_grad_norm} must be > 0")
-        _check(self.hidden_size >= 1, "{ppo.hidden_size} must be >= 1")
-
-
-@dataclass(frozen=True)
-class SACConfig:
-    """SAC hyperparameters (CleanRL sac_continuous_action defaults) and PEBBLE pretraining."""
-
-    buffer_size: int = 1_000_000
-    """Transitions the replay buffer keeps (a checkpoint holds them all, so it grows with them)."""
-    batch_size: int = 256
-    """Transitions per gradient step."""
-    gamma: float = 0.99
-    """Discount factor."""
-    tau: float = 0.005
-    """Target networks move this far towards the critics after each gradient step."""
-    learning_starts: int = 5000
-    """Env steps of uniformly random actions before the first gradient step."""
-    policy_lr: float = 3e-4
-    """Adam learning rate of the actor."""
-    q_lr: float = 1e-3
-    """Adam learning rate of the twin critics (and of the entropy coefficient)."""
-    policy_frequency: int = 2
-    """Delayed policy updates: every this many gradient steps, as many actor updates."""
-    alpha: float = 0.2
-    """Entropy coefficient when --sac.no-autotune."""
-    autotune: bool = True
-    """Tune the entropy coefficient towards a target entropy of -act_dim."""
-    hidden_size: int = 256
-    """Width of the two hidden layers of actor and critics."""
-    hidden_dtype: Literal["float32", "bfloat16"] = "float32"
-    """Precision of the hidden-to-hidden products of actor and critics (~90% of a step's
-    arithmetic); bfloat16 halves a gradient step on CPUs with native bf16 (AVX512-BF16, AMX) and
-    slows it elsewhere; weights, Q-values and losses stay float32 (scripts/bench_sac.py)."""
-    iteration_steps: int = 1000
-    """Env steps (per env) between two preference rounds, log lines and checkpoint checks."""
-    pretrain_steps: int = 9000
-    """PEBBLE (--reward learned): gradient steps on a k-NN state-entropy reward after
-    --sac.learning-starts and before the first query, then the critics are reset (B-Pref: 9000)."""
-    entropy_k: int = 5
-    """k of the k-nearest-neighbour state-entropy reward (B-Pref: 5)."""
-    relabel: bool = True
-    """Keep each transition's learned reward and rescore the whole buffer when the reward is
-    refitted (PEBBLE's way; the same rewards as scoring each minibatch when it is sampled, which
-    --sac.no-relabel does, at a sixth of the cost per step: scripts/bench_relabel.py)."""
-
-    def validate(self) -> None:
-        _check(self.buffer_size >= 1, "{sac.buffer_size} must be >= 1")
-        _check(self.batch_size >= 1, "{sac.batch_size} must be >= 1")
-        _check(0 <= self.gamma < 1, "{sac.gamma} must be in [0, 1)")
-        _check(0 < self.tau <= 1, "{sac.tau} must be in (0, 1]")
-        _check(self.learning_starts >= 0, "{sac.learning_starts} must be >= 0")
-        _check(self.policy_lr > 0 and self.q_lr > 0, "{sac.policy_lr} and {sac.q_lr} must be > 0")
-        _check(self.policy_frequency >= 1, "{sac.policy_frequency} must be >= 1")
-        _check(self.hidden_size >= 1, "{sac.hidden_size} must be >= 1")
-        _check(self.iteration_steps >= 1, "{sac.iteration_steps} must be >= 1")
-        _check(self.pretrain_steps >= 0, "{sac.pretrain_steps} must be >= 0")
-        _check(self.entropy_k >= 1, "{sac.entropy_k} must be >= 1")
 
 
 @dataclass(frozen=True)
@@ -466,8 +356,6 @@ class Config:
             "{ppo.num_steps} x {num_envs} must be >= {ppo.num_minibatches}",
         )
         for section in (
-            self.ppo,
-            self.sac,
             self.query,
             self.reward_model,
             self.teacher,
@@ -475,6 +363,8 @@ class Config:
             self.web,
         ):
             section.validate()
+        self.ppo.validate(_check)
+        self.sac.validate(_check)
         self.ratings.validate(_check)
         self.data.validate(_check)
         return self
