@@ -6,6 +6,8 @@ gymnasium-robotics envs themselves are tested where it is installed."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import gymnasium as gym
@@ -201,3 +203,18 @@ def test_pointmaze_trains_cuts_segments_and_renders_a_clip(tmp_path: Path) -> No
     frames = [np.frombuffer(f, np.uint8) for f in reader]
     assert len(frames) == len(pair.left) and meta["size"][0] > 64
     assert max(f.std() for f in frames) > 5
+
+
+def test_a_fresh_render_process_knows_gymnasium_robotics_ids() -> None:
+    """Render workers are spawned: nothing has registered gymnasium-robotics' envs there."""
+    _skip_unless_runs("PointMaze_UMaze-v3")
+    code = (
+        "from rlhf.config import VideoConfig; from rlhf.render.frames import make_renderer; "
+        "r = make_renderer('PointMaze_UMaze-v3', VideoConfig(width=32, height=32)); "
+        "print(r.goal_size); r.close()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip() == "2"

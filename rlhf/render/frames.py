@@ -59,8 +59,12 @@ def _mujoco():
 def _make(env_id: str, kwargs: dict[str, Any] | None, **extra: Any):
     import gymnasium as gym
 
-    if env_id not in gym.registry:
-        raise RenderError(f"unknown environment id {env_id!r}")
+    from rlhf.envs import EnvError, check_env_id
+
+    try:  # registers gymnasium-robotics' ids on demand: a render process starts without them
+        check_env_id(env_id)
+    except EnvError:
+        raise RenderError(f"unknown environment id {env_id!r}") from None
     return gym.make(env_id, **(kwargs or {}), **extra)
 
 
