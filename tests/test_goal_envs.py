@@ -218,3 +218,16 @@ def test_a_fresh_render_process_knows_gymnasium_robotics_ids() -> None:
     )
     assert done.returncode == 0, done.stderr[-500:]
     assert done.stdout.strip() == "2"
+
+
+def test_fetch_on_mujoco_4_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gymnasium-robotics' Fetch fails on mujoco 4 in an assertion deep in its reset."""
+    pytest.importorskip("gymnasium_robotics")
+    import mujoco
+
+    monkeypatch.setattr(mujoco, "__version__", "4.0.0")
+    with pytest.raises(ConfigError) as err:
+        preflight(_tiny(tmp_path, "FetchReach-v4"))
+    assert "FetchReach-v4 needs mujoco < 4" in str(err.value) and "\n" not in str(err.value)

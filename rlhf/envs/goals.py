@@ -13,6 +13,7 @@ call it ``success``), so the loop can report a success rate beside the return.
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -30,6 +31,21 @@ otherwise have to guess. gymnasium-robotics draws every goal as a red ball or do
 
 _SUCCESS_ALIASES = ("success",)
 """Other names goal envs give the same flag (gymnasium-robotics' mazes)."""
+
+
+MUJOCO_3_ONLY = ("Fetch",)
+"""Env id prefixes that need mujoco < 4: gymnasium-robotics 1.4.2's Fetch robots fail on mujoco
+4.0.0 with an assertion in ``set_joint_qpos`` (a joint type it does not expect)."""
+
+
+def mujoco_problem(env_id: str, mujoco_major: int) -> str | None:
+    """Why ``env_id`` cannot run on this mujoco major version, in one line (None: it can)."""
+    if not env_id.startswith(MUJOCO_3_ONLY) or mujoco_major < 4:
+        return None
+    return (
+        f"{env_id} needs mujoco < 4 (gymnasium-robotics {version('gymnasium-robotics')} fails on"
+        f" mujoco {version('mujoco')}): pip install -e '.[goals]'"
+    )
 
 
 def is_goal_space(space: gym.Space) -> bool:

@@ -19,7 +19,7 @@ import gymnasium as gym
 import mujoco
 
 from rlhf.config import ConfigError
-from rlhf.envs.goals import FlatGoalObservation, is_goal_space
+from rlhf.envs.goals import FlatGoalObservation, is_goal_space, mujoco_problem
 from rlhf.envs.state import StateKind, mujoco_sim, state_kind, state_sizes
 from rlhf.envs.wrappers import FixedHorizon
 
@@ -110,6 +110,9 @@ def make_env(env_id: str, kwargs: dict[str, Any] | None = None, **extra: Any) ->
     A goal-conditioned env comes flattened (:class:`rlhf.envs.goals.FlatGoalObservation`).
     """
     check_env_id(env_id)
+    problem = mujoco_problem(env_id, int(mujoco.__version__.split(".")[0]))
+    if problem:  # it would fail later in an assertion, deep in its reset
+        raise EnvError(problem)
     try:
         env = gym.make(env_id, **(kwargs or {}), **extra)
     except TypeError as exc:  # an unexpected keyword argument, or a wrong value type
