@@ -231,3 +231,15 @@ def test_fetch_on_mujoco_4_is_refused_in_one_line(
     with pytest.raises(ConfigError) as err:
         preflight(_tiny(tmp_path, "FetchReach-v4"))
     assert "FetchReach-v4 needs mujoco < 4" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_success_rates_survive_a_checkpoint_and_old_checkpoints_have_none() -> None:
+    from rlhf.lifecycle import Progress
+
+    progress = Progress()
+    progress.recent_successes.extend([1.0, 0.0, 1.0, 1.0])
+    restored = Progress.from_state_dict(progress.state_dict())
+    assert restored.success_rate == 0.75
+    old = progress.state_dict()
+    del old["recent_successes"]  # written before success rates were kept
+    assert Progress.from_state_dict(old).success_rate is None
