@@ -132,22 +132,34 @@ class Progress:
     """Trainer sessions of this run (1 + the number of resumes)."""
     recent_returns: deque[float] = field(default_factory=lambda: deque(maxlen=10))
     """True returns of the last episodes (what the summary and the page report)."""
+    recent_successes: deque[float] = field(default_factory=lambda: deque(maxlen=10))
+    """Success (1/0) of the last episodes of an env that reports it (goal envs); else empty."""
 
     @property
     def mean_return(self) -> float | None:
-        return (
-            float(sum(self.recent_returns) / len(self.recent_returns))
-            if self.recent_returns
-            else None
-        )
+        return _mean(self.recent_returns)
+
+    @property
+    def success_rate(self) -> float | None:
+        return _mean(self.recent_successes)
 
     def state_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "recent_returns": list(self.recent_returns)}
+        return {
+            **asdict(self),
+            "recent_returns": list(self.recent_returns),
+            "recent_successes": list(self.recent_successes),
+        }
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> Progress:
         returns = deque(state.pop("recent_returns"), maxlen=10)
-        return cls(**state, recent_returns=returns)
+        # Checkpoints written before success rates were kept have none.
+        successes = deque(state.pop("recent_successes", ()), maxlen=10)
+        return cls(**state, recent_returns=returns, recent_successes=successes)
+
+
+def _mean(values: deque[float]) -> float | None:
+    return float(sum(values) / len(values)) if values else None
 
 
 @dataclass(frozen=True)
@@ -173,6 +185,8 @@ class Summary:
     reward_val_accuracy: float | None
     sessions: int
     error: str | None = None
+    final_success_rate: float | None = None
+    """Share of the last 10 episodes that ended at the goal (envs that report success)."""
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:

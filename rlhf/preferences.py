@@ -17,6 +17,7 @@ import torch
 
 from rlhf.config import Config
 from rlhf.envs import ENV_KWARGS_META
+from rlhf.envs.goals import GOAL_TASK
 from rlhf.feedback.sources import FeedbackSource, HumanSource, SyntheticSource
 from rlhf.preflight import RunPlan
 from rlhf.reward.learner import RewardLearner
@@ -79,7 +80,8 @@ def open_preferences(
     store = LabelStore(run_dir.labels)
     store.set_meta("run_name", run_dir.name)
     store.set_meta("env_id", cfg.env_id)
-    store.set_meta("task", cfg.task)  # what the person is asked to teach, shown on the page
+    # What the person is asked to teach, shown on the page (a goal env says what its marker is).
+    store.set_meta("task", cfg.task or (GOAL_TASK if plan.env.goal_size else ""))
     store.set_meta(ENV_KWARGS_META, cfg.env_kwargs_dict())  # the renderer makes the same env
     if cfg.labels_from is not None:  # once: a resumed run finds them in its store
         copied = seed_labels(store, Path(cfg.labels_from), cfg.env_id, rating_levels(cfg))

@@ -89,8 +89,7 @@ def policy(cfg: Config, state: dict, obs_dim: int, act_dim: int, space) -> Calla
 
 def record(command: Record) -> tuple[Path, list[float]]:
     """Write the video; returns its path and the true return of each episode."""
-    import gymnasium as gym
-
+    from rlhf.envs import make_env
     from rlhf.envs.state import StateKind, state_kind
     from rlhf.render.policy import write_gif
     from rlhf.render.video import make_renderer, write_video
@@ -101,15 +100,16 @@ def record(command: Record) -> tuple[Path, list[float]]:
     cfg = run_config(run)
     state, _ = agent_state(run)
     kwargs = cfg.env_kwargs_dict()
-    env = gym.make(cfg.env_id, **kwargs)
+    env = make_env(cfg.env_id, kwargs)  # flat observations, as the agent was trained on
     renderer = make_renderer(cfg.env_id, command.video, kwargs or None)
     try:
         obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
         act = policy(cfg, state, obs_dim, act_dim, env.action_space)
         frames, returns = [], []
         for episode in range(command.episodes):
-            qpos, qvel, ret = _episode(env, act, command.seed + episode, command.max_steps)
-            frames.append(renderer.render(qpos, qvel))
+            qpos, qvel, obs, ret = _episode(env, act, command.seed + episode, command.max_steps)
+            size = renderer.goal_size  # goal envs: each frame draws the goal it was after
+            frames.append(renderer.render(qpos, qvel, obs[:, -size:] if size else None))
             returns.append(ret)
         video = np.concatenate(frames)
         video = video[:, : video.shape[1] // 2 * 2, : video.shape[2] // 2 * 2]
@@ -126,13 +126,15 @@ def record(command: Record) -> tuple[Path, list[float]]:
     return out, returns
 
 
-def _episode(env, act, seed: int, max_steps: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """One episode's recorded states (qpos, qvel per step) and its true return."""
-    from rlhf.envs.state import StateKind, state_kind
+def _episode(
+    env, act, seed: int, max_steps: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """One episode's recorded states (qpos, qvel per step), observations and true return."""
+    from rlhf.envs.state import StateKind, mujoco_sim, state_kind
 
     obs, _ = env.reset(seed=seed)
-    inner, mujoco = env.unwrapped, state_kind(env) is StateKind.MUJOCO
-    qpos, qvel, ret = [], [], 0.0
+    inner, mujoco = mujoco_sim(env), state_kind(env) is StateKind.MUJOCO
+    qpos, qvel, seen, ret = [], [], [], 0.0
     low, high = env.action_space.low, env.action_space.high
     for _ in range(max_steps):
         if mujoco:
@@ -141,11 +143,12 @@ def _episode(env, act, seed: int, max_steps: int) -> tuple[np.ndarray, np.ndarra
         else:
             qpos.append(np.asarray(inner.state, np.float64).copy())
             qvel.append(np.zeros(0))
+        seen.append(obs)
         obs, reward, terminated, truncated, _ = env.step(np.clip(act(obs), low, high))
         ret += float(reward)
         if terminated or truncated:
             break
-    return np.asarray(qpos), np.asarray(qvel), ret
+    return np.asarray(qpos), np.asarray(qvel), np.asarray(seen), ret
 
 
 def record_main(command: Record) -> None:

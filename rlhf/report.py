@@ -37,6 +37,8 @@ def log_iteration(
         logger.scalar("charts/episodic_length", length, step)
         if horizon != ret:  # fixed-horizon episodes: also the return over every step
             logger.scalar("charts/horizon_return", horizon, step)
+    if rollout.episode_successes:  # goal envs: the share of episodes that ended at the goal
+        logger.scalar("charts/success_rate", float(np.mean(rollout.episode_successes)), step)
     logger.scalar("charts/sps", sps, step)
     if stats is not None:  # no update this iteration: no label to learn from yet
         logger.scalars({"charts/learning_rate": learning_rate, **stats.metrics()}, step)
@@ -119,6 +121,7 @@ def trainer_status(
         env_steps=progress.env_steps,
         total_timesteps=cfg.total_timesteps,
         latest_true_return=progress.mean_return,
+        latest_success_rate=progress.success_rate,
         labels_requested=progress.requested,
         labels_total=cfg.query.total_labels,
         labels_used=labels_used,

@@ -195,6 +195,7 @@ def _summary(t: Trainer, phase: Phase, error: str | None) -> Summary:
         reward_val_accuracy=None if prefs is None else prefs.reward.val_accuracy,
         sessions=p.sessions,
         error=error,
+        final_success_rate=p.success_rate,
     )
 
 

@@ -54,6 +54,8 @@ class TrainerStatus:
         env_steps: environment steps taken so far (all envs).
         total_timesteps: the run's step budget.
         latest_true_return: mean true return of the last episodes (None before the first ends).
+        latest_success_rate: share of those episodes that ended at the goal (None: the env
+            reports no success, or no episode has ended).
         labels_requested: pairs sent for labelling so far.
         labels_total: labels the run asks for over its whole budget.
         labels_used: labels the reward model has been trained on.
@@ -71,6 +73,7 @@ class TrainerStatus:
     env_steps: int = 0
     total_timesteps: int = 0
     latest_true_return: float | None = None
+    latest_success_rate: float | None = None
     labels_requested: int = 0
     labels_total: int = 0
     labels_used: int = 0
@@ -122,6 +125,7 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "env_steps": int,
     "total_timesteps": int,
     "latest_true_return": (int, float),
+    "latest_success_rate": (int, float),
     "labels_requested": int,
     "labels_total": int,
     "labels_used": int,

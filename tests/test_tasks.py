@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import gymnasium as gym
 import imageio_ffmpeg
 import numpy as np
 import pytest
@@ -130,31 +129,6 @@ def test_what_cannot_work_is_refused_before_a_run_starts(
     with pytest.raises(ConfigError) as err:
         preflight(cfg)
     assert needle in str(err.value) and "\n" not in str(err.value)
-
-
-class _GoalEnv(gym.Env):
-    """The shape of a gymnasium-robotics goal env: dict observations, Box actions."""
-
-    def __init__(self) -> None:
-        box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
-        self.observation_space = gym.spaces.Dict(
-            {"observation": box, "achieved_goal": box, "desired_goal": box}
-        )
-        self.action_space = box
-
-
-if "rlhf-test/GoalDict-v0" not in gym.registry:
-    gym.register("rlhf-test/GoalDict-v0", entry_point=_GoalEnv)
-
-
-def test_a_goal_conditioned_env_is_refused_in_one_line_that_says_where_it_runs(
-    tmp_path: Path,
-) -> None:
-    with pytest.raises(ConfigError) as err:
-        preflight(_tiny(tmp_path, "rlhf-test/GoalDict-v0"))
-    message = str(err.value)
-    assert "is goal-conditioned" in message and "scripts/bench_her.py" in message
-    assert "\n" not in message
 
 
 def test_gymnasium_robotics_ids_are_known_without_importing_it_first() -> None:

@@ -13,14 +13,21 @@ export function renderTrainer(s, state) {
   setText("iteration", s.iteration == null ? "-" : fmt.format(s.iteration));
   const steps = s.env_steps == null ? "-" : fmt.format(s.env_steps);
   setText("env-steps", s.total_timesteps ? steps + " / " + fmt.format(s.total_timesteps) : steps);
-  const ret = s.latest_true_return;
-  setText("latest-return", ret == null ? "-" : ret.toFixed(1));
+  setText("latest-return", returnText(s));
   setText("eta", s.eta_seconds == null ? "-" : duration(s.eta_seconds));
   setText("run-name", [s.run_name, s.env_id].filter(Boolean).join(" \u00b7 "));
   $("task-box").hidden = !s.task;
   setText("task", s.task || "");
   state.learning = learningText(s);
   renderProgressBar(state);
+}
+
+// The true return of the last episodes; goal envs add the share that ended at the goal.
+function returnText(s) {
+  const ret = s.latest_true_return;
+  if (ret == null) return "-";
+  const rate = s.latest_success_rate;
+  return rate == null ? ret.toFixed(1) : ret.toFixed(1) + " (success " + Math.round(100 * rate) + "%)";
 }
 
 // The trainer's wait in the same numbers as its terminal line ("waiting for N more labels"),
@@ -69,8 +76,7 @@ export function renderFinishedScreen(state, titles) {
   if (!s) return;
   setText("finished-title", titles[s.phase] || "Labelling has ended");
   setText("finished-message", s.message || "");
-  const ret = s.latest_true_return;
-  setText("final-return", ret == null ? "-" : ret.toFixed(1));
+  setText("final-return", returnText(s));
   setText("final-labels-used", s.labels_used == null ? "-" : fmt.format(s.labels_used));
   setText("final-labels-done", state.labelsDone == null ? "-" : fmt.format(state.labelsDone));
   setText("watch-command", s.watch_command || "tensorboard --logdir runs");

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import gymnasium as gym
@@ -11,6 +11,7 @@ import numpy as np
 
 from rlhf.agent.rollout import ObsNormalizer
 from rlhf.envs import ENDED, StateRecorder
+from rlhf.envs.goals import SUCCESS
 from rlhf.types import RolloutBatch
 
 
@@ -30,6 +31,8 @@ class PolicyRollout:
         episode_lengths: their lengths, counted the same way.
         horizon_returns: their returns over every step of the episode (the same figures on a
             standard env); what a teacher judging whole episodes would see.
+        episode_successes: for envs that report ``info["is_success"]`` (goal envs), 1.0 or 0.0
+            per episode that ended: whether its last step reached the goal; empty otherwise.
     """
 
     raw: RolloutBatch
@@ -39,6 +42,7 @@ class PolicyRollout:
     episode_returns: list[float]
     episode_lengths: list[int]
     horizon_returns: list[float]
+    episode_successes: list[float] = field(default_factory=list)
 
 
 class Actor(Protocol):
@@ -134,6 +138,7 @@ class RolloutCollector:
         returns: list[float] = []
         lengths: list[int] = []
         horizon_returns: list[float] = []
+        successes: list[float] = []
         start_step = self.global_step
         for t in range(num_steps):
             raw_obs[t] = self.obs
@@ -159,6 +164,8 @@ class RolloutCollector:
                 returns.append(float(self.ep_return[i]))
                 lengths.append(int(self.ep_length[i]))
                 horizon_returns.append(float(self.ep_horizon_return[i]))
+                if SUCCESS in info and info[f"_{SUCCESS}"][i]:  # the episode's last step
+                    successes.append(float(info[SUCCESS][i]))
             self.ep_return[done] = self.ep_horizon_return[done] = 0.0
             self.ep_length[done] = 0
             self.ep_alive[done] = True
@@ -183,7 +190,9 @@ class RolloutCollector:
         if tail:
             self.obs_norm.update(raw_obs[num_steps - tail :].reshape(-1, obs_dim))
         last = self.obs_norm(self.obs)
-        return PolicyRollout(raw, norm_obs, actions, last, returns, lengths, horizon_returns)
+        return PolicyRollout(
+            raw, norm_obs, actions, last, returns, lengths, horizon_returns, successes
+        )
 
     def _tally(self, rewards: np.ndarray, valid: np.ndarray, ended: np.ndarray) -> None:
         """Add one step to the episode tallies; the step on which the env ends still counts."""

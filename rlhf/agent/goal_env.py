@@ -16,10 +16,7 @@ import numpy as np
 from rlhf.agent.her import GoalEpisode, GoalRewardFn
 from rlhf.config import ConfigError
 from rlhf.envs import check_env_id, is_goal_space
-
-MUJOCO_3_ONLY = ("Fetch",)
-"""Env id prefixes that need mujoco < 4: gymnasium-robotics 1.4.2's Fetch robots fail on mujoco
-4.0.0 with an assertion in ``set_joint_qpos`` (a joint type it does not expect)."""
+from rlhf.envs.goals import mujoco_problem
 
 
 def mujoco_major() -> int:
@@ -31,15 +28,10 @@ def mujoco_major() -> int:
 def goal_env_problem(env_id: str) -> str | None:
     """Why ``env_id`` cannot be made here, in one line, or None when it can."""
     try:
-        robotics = version("gymnasium-robotics")
+        version("gymnasium-robotics")
     except PackageNotFoundError:
         return f"{env_id} needs gymnasium-robotics: pip install -e '.[goals]'"
-    if env_id.startswith(MUJOCO_3_ONLY) and mujoco_major() >= 4:
-        return (
-            f"{env_id} needs mujoco < 4 (gymnasium-robotics {robotics} fails on mujoco "
-            f"{version('mujoco')}): pip install -e '.[goals]'"
-        )
-    return None
+    return mujoco_problem(env_id, mujoco_major())
 
 
 def make_goal_env(env_id: str, horizon: int, **kwargs: object) -> gym.Env:

@@ -1,12 +1,12 @@
 """Environments: making them (fixed-horizon if asked), describing them, recording their state."""
 
+from rlhf.envs.goals import FlatGoalObservation, goal_size, is_goal_space
 from rlhf.envs.make import (
     ENV_KWARGS_META,
     EnvError,
     EnvInfo,
     check_env_id,
     describe_env,
-    is_goal_space,
     make_env,
     make_vec_env,
     quiet_mujoco_warnings,
@@ -20,10 +20,12 @@ __all__ = [
     "EnvError",
     "EnvInfo",
     "FixedHorizon",
+    "FlatGoalObservation",
     "StateKind",
     "StateRecorder",
     "check_env_id",
     "describe_env",
+    "goal_size",
     "is_goal_space",
     "make_env",
     "make_vec_env",

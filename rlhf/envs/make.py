@@ -19,7 +19,8 @@ import gymnasium as gym
 import mujoco
 
 from rlhf.config import ConfigError
-from rlhf.envs.state import StateKind, state_kind, state_sizes
+from rlhf.envs.goals import FlatGoalObservation, is_goal_space, mujoco_problem
+from rlhf.envs.state import StateKind, mujoco_sim, state_kind, state_sizes
 from rlhf.envs.wrappers import FixedHorizon
 
 
@@ -65,6 +66,8 @@ class EnvInfo:
         nq: size of the recorded position-like state per step.
         nv: size of the recorded velocity state per step.
         render_problem: why clips of this env cannot be drawn for a person (None: they can).
+        goal_size: size of the desired goal that ends each observation of a goal-conditioned
+            env (:mod:`rlhf.envs.goals`); 0 for any other env.
     """
 
     env_id: str
@@ -76,12 +79,7 @@ class EnvInfo:
     nq: int
     nv: int
     render_problem: str | None
-
-
-def is_goal_space(space: gym.Space) -> bool:
-    """A goal-conditioned env's observations: a dict of observation, achieved and desired goal."""
-    keys = {"observation", "achieved_goal", "desired_goal"}
-    return isinstance(space, gym.spaces.Dict) and keys <= set(space.spaces)
+    goal_size: int = 0
 
 
 def check_env_id(env_id: str) -> None:
@@ -107,12 +105,19 @@ def _register_robotics() -> bool:
 
 
 def make_env(env_id: str, kwargs: dict[str, Any] | None = None, **extra: Any) -> gym.Env:
-    """``gym.make(env_id, **kwargs, **extra)``; arguments the env does not take are one line."""
+    """``gym.make(env_id, **kwargs, **extra)``; arguments the env does not take are one line.
+
+    A goal-conditioned env comes flattened (:class:`rlhf.envs.goals.FlatGoalObservation`).
+    """
     check_env_id(env_id)
+    problem = mujoco_problem(env_id, int(mujoco.__version__.split(".")[0]))
+    if problem:  # it would fail later in an assertion, deep in its reset
+        raise EnvError(problem)
     try:
-        return gym.make(env_id, **(kwargs or {}), **extra)
+        env = gym.make(env_id, **(kwargs or {}), **extra)
     except TypeError as exc:  # an unexpected keyword argument, or a wrong value type
         raise EnvError(f"--env-kwargs: {env_id} refused them ({exc})") from None
+    return FlatGoalObservation(env) if is_goal_space(env.observation_space) else env
 
 
 def describe_env(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvInfo:
@@ -127,7 +132,7 @@ def describe_env(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvInfo:
         env.reset(seed=0)
         kind = state_kind(env)
         nq, nv = state_sizes(env)
-        dt = getattr(env.unwrapped, "dt", None)
+        dt = getattr(mujoco_sim(env), "dt", None)
         if dt is None and env.metadata.get("render_fps"):
             dt = 1.0 / float(env.metadata["render_fps"])
         return EnvInfo(
@@ -140,6 +145,7 @@ def describe_env(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvInfo:
             nq=nq,
             nv=nv,
             render_problem=_render_problem(env_id, env, kind),
+            goal_size=env.goal_size if isinstance(env, FlatGoalObservation) else 0,
         )
     finally:
         env.close()
@@ -158,11 +164,10 @@ def _render_problem(env_id: str, env: gym.Env, kind: StateKind) -> str | None:
 def _check_spaces(env_id: str, action: gym.Space, observation: gym.Space) -> None:
     if not isinstance(action, gym.spaces.Box):
         raise EnvError(f"{env_id} has {action}; rlhf needs continuous (Box) actions")
-    if is_goal_space(observation):
+    if isinstance(observation, gym.spaces.Dict):  # goal envs arrive here flattened
         raise EnvError(
-            f"{env_id} is goal-conditioned (dict observations: observation, achieved_goal,"
-            " desired_goal); rlhf train does not take such envs yet: scripts/bench_her.py trains"
-            " them with SAC and hindsight relabelling"
+            f"{env_id} has dict observations with keys {sorted(observation.spaces)}; rlhf needs"
+            " flat vectors, or a goal-conditioned dict (observation, achieved_goal, desired_goal)"
         )
     if not isinstance(observation, gym.spaces.Box) or len(observation.shape) != 1:
         raise EnvError(

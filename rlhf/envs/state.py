@@ -21,6 +21,19 @@ class StateKind(enum.StrEnum):
     NONE = "none"
 
 
+def mujoco_sim(env: gym.Env) -> object:
+    """The MuJoCo env that steps and draws ``env``: its unwrapped env, or the robot env a
+    wrapper-like env holds (gymnasium-robotics' mazes keep theirs in ``point_env``/``ant_env``
+    and only forward ``render``)."""
+    inner = env.unwrapped
+    if hasattr(inner, "mujoco_renderer"):
+        return inner
+    for value in vars(inner).values():
+        if hasattr(value, "mujoco_renderer") and hasattr(value, "data"):
+            return value
+    return inner
+
+
 def state_kind(env: gym.Env) -> StateKind:
     """Which kind of replayable state ``env`` has (after a reset)."""
     inner = env.unwrapped

@@ -3,7 +3,10 @@
 A frame must depend on the state alone (never on what was drawn before), and the robot must stay
 in the picture. Gymnasium's walkers carry a ``track`` camera that follows the body with a fixed
 offset; where that camera is missing or too close, a MuJoCo *tracking* camera follows a body at a
-set distance, and tasks that stay in one place get a fixed camera aimed at the task.
+set distance, and tasks that stay in one place get a fixed camera aimed at the task. Families of
+goal-conditioned envs (gymnasium-robotics) are matched by the start of their name: the mazes
+are seen from above, whole (the agent and the goal marker are never behind a wall), and the
+Fetch arms from the front of their table.
 """
 
 from __future__ import annotations
@@ -48,10 +51,23 @@ CAMERAS: dict[str, Camera] = {
 }
 
 
+PREFIX_CAMERAS: tuple[tuple[str, Camera], ...] = (
+    # Straight down on the centre of the model: the whole maze, its walls as lines.
+    ("PointMaze", Camera(elevation=-90.0, azimuth=90.0)),
+    ("AntMaze", Camera(elevation=-90.0, azimuth=90.0)),
+    # The table's centre (Fetch's own camera looks at the gripper, which moves).
+    ("Fetch", Camera(lookat=(1.3, 0.75, 0.5), distance=1.2, azimuth=160.0, elevation=-45.0)),
+)
+"""Cameras for every id whose family starts with the prefix (PointMaze_UMaze, ..._Large ...)."""
+
+
 def family(env_id: str) -> str:
     """``HalfCheetah-v5`` -> ``HalfCheetah`` (namespace and version dropped)."""
     return re.sub(r"-v\d+$", "", env_id.rsplit("/", 1)[-1])
 
 
 def camera_for(env_id: str) -> Camera:
-    return CAMERAS.get(family(env_id), TRACK)
+    name = family(env_id)
+    if name in CAMERAS:
+        return CAMERAS[name]
+    return next((camera for prefix, camera in PREFIX_CAMERAS if name.startswith(prefix)), TRACK)

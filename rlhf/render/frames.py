@@ -3,6 +3,8 @@
 * :class:`SegmentRenderer` (MuJoCo): set qpos/qvel, ``mj_forward``, render, through a camera that
   depends only on the state (:mod:`rlhf.render.cameras`), so the same state always gives the
   same picture whatever was drawn before. Replaying actions would drift into another trajectory.
+  A goal-conditioned env's goal marker is not physics state: it is drawn from the env's ``goal``,
+  so each frame is given the segment's own desired goal (:meth:`SegmentRenderer.render`).
 * :class:`ClassicRenderer` (classic control, e.g. Pendulum): set the env's ``state`` and let the
   env draw itself with ``render()``.
 
@@ -19,8 +21,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from rlhf.config import VideoConfig
-from rlhf.envs import StateKind
-from rlhf.envs.state import state_kind
+from rlhf.envs import StateKind, goal_size
+from rlhf.envs.state import mujoco_sim, state_kind
 from rlhf.render.cameras import Camera, camera_for
 
 TRACK_CAMERA = "track"
@@ -37,7 +39,12 @@ class Renderer(Protocol):
     @property
     def fps(self) -> float: ...
 
-    def render(self, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray: ...
+    goal_size: int
+    """Size of the desired goal at the end of each observation (0: not a goal env)."""
+
+    def render(
+        self, qpos: np.ndarray, qvel: np.ndarray, goals: np.ndarray | None = None
+    ) -> np.ndarray: ...
 
     def close(self) -> None: ...
 
@@ -52,8 +59,12 @@ def _mujoco():
 def _make(env_id: str, kwargs: dict[str, Any] | None, **extra: Any):
     import gymnasium as gym
 
-    if env_id not in gym.registry:
-        raise RenderError(f"unknown environment id {env_id!r}")
+    from rlhf.envs import EnvError, check_env_id
+
+    try:  # registers gymnasium-robotics' ids on demand: a render process starts without them
+        check_env_id(env_id)
+    except EnvError:
+        raise RenderError(f"unknown environment id {env_id!r}") from None
     return gym.make(env_id, **(kwargs or {}), **extra)
 
 
@@ -100,19 +111,25 @@ class SegmentRenderer:
             else:
                 raise RenderError(f"{env_id} is not a MuJoCo environment ({exc})") from exc
         self._env = env
+        # What draws (Fetch's render() first puts its goal marker in place) and, for envs
+        # that hold their robot env (the mazes), the MuJoCo env that owns model and viewer.
         self._sim = env.unwrapped
-        if not hasattr(self._sim, "mujoco_renderer"):
+        self._mj = mujoco_sim(env)
+        if not hasattr(self._mj, "mujoco_renderer"):
             env.close()
             raise RenderError(f"{env_id} is not a MuJoCo environment")
-        self.model = self._sim.model
-        self.data = self._sim.data
-        self.has_track_camera = self._sim.mujoco_renderer.camera_id not in (-1, None)
+        self.goal_size = goal_size(env.observation_space)
+        if self.goal_size:  # Fetch draws its goal marker in render(): it needs a goal first
+            env.reset(seed=0)
+        self.model = self._mj.model
+        self.data = self._mj.data
+        self.has_track_camera = self._mj.mujoco_renderer.camera_id not in (-1, None)
         self._configure_viewer()
 
     @property
     def fps(self) -> float:
         """Frames per second of the video: ``cfg.fps``, or real time (1 / env dt)."""
-        return float(self.cfg.fps) if self.cfg.fps is not None else 1.0 / float(self._sim.dt)
+        return float(self.cfg.fps) if self.cfg.fps is not None else 1.0 / float(self._mj.dt)
 
     def _configure_viewer(self) -> None:
         mujoco = _mujoco()
@@ -120,7 +137,7 @@ class SegmentRenderer:
         # reads this when it is made, just below.
         self.model.vis.quality.offsamples = 4 if self.cfg.antialias else 0
         self._sim.render()  # creates the offscreen viewer (and its GL context) here
-        viewer = self._viewer = self._sim.mujoco_renderer.viewer
+        viewer = self._viewer = self._mj.mujoco_renderer.viewer
         flags = viewer.scn.flags
         # Shadow maps and the reflection pass cost ~10x on software GL; mjv_updateScene keeps
         # these scene flags, so setting them once is enough.
@@ -129,8 +146,11 @@ class SegmentRenderer:
         if not self.has_track_camera:
             set_camera(viewer.cam, self.model, self.camera)
 
-    def render(self, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
-        """Frames for the states ``(qpos[t], qvel[t])``: (T, H, W, 3) uint8.
+    def render(
+        self, qpos: np.ndarray, qvel: np.ndarray, goals: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Frames for the states ``(qpos[t], qvel[t])``: (T, H, W, 3) uint8; ``goals[t]``
+        (goal envs) is the desired goal whose marker frame t shows.
 
         Raises:
             RenderError: the arrays do not fit the model.
@@ -148,9 +168,19 @@ class SegmentRenderer:
         for t in range(len(qpos)):
             self.data.qpos[:] = qpos[t]
             self.data.qvel[:] = qvel[t]
+            if goals is not None:
+                self._set_goal(goals[t])
             mujoco.mj_forward(self.model, self.data)
             frames[t] = self._sim.render()
         return frames
+
+    def _set_goal(self, goal: np.ndarray) -> None:
+        """Put the goal marker where ``goal`` is: the env's ``goal``, then its target site
+        (the mazes move it in ``update_target_site_pos``; Fetch moves it in ``render``)."""
+        self._sim.goal = np.array(goal, dtype=np.float64)
+        update = getattr(self._sim, "update_target_site_pos", None)
+        if update is not None:
+            update()
 
     def close(self) -> None:
         """Release the GL objects, the GL context and the env (idempotent).
@@ -244,7 +274,11 @@ class ClassicRenderer:
     def fps(self) -> float:
         return float(self.cfg.fps) if self.cfg.fps is not None else self._fps
 
-    def render(self, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
+    goal_size = 0
+
+    def render(
+        self, qpos: np.ndarray, qvel: np.ndarray, goals: np.ndarray | None = None
+    ) -> np.ndarray:
         qpos, _ = _check_state(self.env_id, qpos, np.zeros((len(qpos), 0)), self._size, 0)
         frames = np.empty((len(qpos), self.cfg.height, self.cfg.width, 3), dtype=np.uint8)
         for t, state in enumerate(qpos):

@@ -163,7 +163,11 @@ def segment_frames(renderer: Renderer, segment: Segment) -> np.ndarray:
     """A segment's frames; after its episode ended (absorbing steps), the last picture, dimmed
     and marked END, stands still for the rest of the clip."""
     real = segment.real_steps
-    frames = renderer.render(segment.qpos[:real], segment.qvel[:real])
+    # Goal envs: the desired goal ends each observation (rlhf.envs.goals), and its marker is
+    # not physics state, so each frame is told where to draw it.
+    size = getattr(renderer, "goal_size", 0)
+    goals = segment.obs[:real, -size:] if size else None
+    frames = renderer.render(segment.qpos[:real], segment.qvel[:real], goals)
     if not segment.absorbing:
         return frames
     ended = frames[-1:] // 2

@@ -98,6 +98,7 @@ _STATUS = _object(
         "env_steps": _int(nullable=True),
         "total_timesteps": _int(nullable=True),
         "latest_true_return": _nullable("number"),
+        "latest_success_rate": _nullable("number"),
         "labels_used": _int(nullable=True),
         "labels_needed": _int(nullable=True),
         "labels_target": _int(nullable=True),

@@ -80,6 +80,7 @@ def status_payload(state: ServerState) -> dict[str, Any]:
         "env_steps": figure("env_steps"),
         "total_timesteps": figure("total_timesteps"),
         "latest_true_return": figure("latest_true_return"),
+        "latest_success_rate": figure("latest_success_rate"),
         "labels_used": figure("labels_used"),
         "labels_needed": figure("labels_needed"),
         "labels_target": figure("labels_target"),

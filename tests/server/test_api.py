@@ -269,6 +269,7 @@ def test_status_reports_store_and_trainer_figures(client: FlaskClient, web_run: 
         "env_steps": 14336,
         "total_timesteps": 1_000_000,
         "latest_true_return": None,  # NaN would break the page's JSON.parse
+        "latest_success_rate": None,  # HalfCheetah reports no success
         "labels_used": 2,
         "labels_needed": None,
         "labels_target": None,

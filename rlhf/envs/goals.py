@@ -1,0 +1,98 @@
+"""Goal-conditioned envs as flat-vector envs, so ``rlhf train`` takes them like any other.
+
+gymnasium-robotics' envs (PointMaze, AntMaze, Fetch) observe a dict of ``observation``,
+``achieved_goal`` and ``desired_goal``. The agent, the segments, the reward model and the
+teachers all work on one vector per step, so :class:`FlatGoalObservation` joins the three in
+that order (:data:`GOAL_KEYS`): the desired goal is the last ``goal_size`` entries, where the
+render path finds it again to draw the goal marker of each frame (the marker is not physics
+state, so a segment's qpos/qvel alone would draw the env's current goal, not the segment's).
+
+The env's success flag is kept as ``info["is_success"]`` (Fetch's name; PointMaze and AntMaze
+call it ``success``), so the loop can report a success rate beside the return.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+
+GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
+"""The order of the parts in a flattened observation."""
+
+SUCCESS = "is_success"
+"""Info key of the env's success flag after :class:`FlatGoalObservation`."""
+
+GOAL_TASK = "Bring the agent (or the object it moves) to the red goal marker"
+"""The page's task text for a goal env when the run gives none (--task): what a person would
+otherwise have to guess. gymnasium-robotics draws every goal as a red ball or dot."""
+
+_SUCCESS_ALIASES = ("success",)
+"""Other names goal envs give the same flag (gymnasium-robotics' mazes)."""
+
+
+MUJOCO_3_ONLY = ("Fetch",)
+"""Env id prefixes that need mujoco < 4: gymnasium-robotics 1.4.2's Fetch robots fail on mujoco
+4.0.0 with an assertion in ``set_joint_qpos`` (a joint type it does not expect)."""
+
+
+def mujoco_problem(env_id: str, mujoco_major: int) -> str | None:
+    """Why ``env_id`` cannot run on this mujoco major version, in one line (None: it can)."""
+    if not env_id.startswith(MUJOCO_3_ONLY) or mujoco_major < 4:
+        return None
+    return (
+        f"{env_id} needs mujoco < 4 (gymnasium-robotics {version('gymnasium-robotics')} fails on"
+        f" mujoco {version('mujoco')}): pip install -e '.[goals]'"
+    )
+
+
+def is_goal_space(space: gym.Space) -> bool:
+    """A goal-conditioned env's observations: a dict of observation, achieved and desired goal."""
+    return isinstance(space, gym.spaces.Dict) and set(GOAL_KEYS) <= set(space.spaces)
+
+
+def goal_size(space: gym.Space) -> int:
+    """Size of the desired goal of a goal space (0 for any other space)."""
+    return int(np.prod(space["desired_goal"].shape)) if is_goal_space(space) else 0
+
+
+class FlatGoalObservation(gym.ObservationWrapper):
+    """One vector per step: ``observation``, ``achieved_goal``, ``desired_goal`` joined in that
+    order; ``info["is_success"]`` holds the env's success flag whatever it calls it."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        if not is_goal_space(space):
+            raise ValueError(f"not a goal-conditioned observation space: {space}")
+        parts = [space[key] for key in GOAL_KEYS]
+        self.sizes = tuple(int(np.prod(p.shape)) for p in parts)
+        low = np.concatenate([np.broadcast_to(p.low, p.shape).ravel() for p in parts])
+        high = np.concatenate([np.broadcast_to(p.high, p.shape).ravel() for p in parts])
+        self.observation_space = gym.spaces.Box(low, high, dtype=np.float64)
+
+    @property
+    def goal_size(self) -> int:
+        return self.sizes[2]
+
+    def observation(self, observation: dict[str, Any]) -> np.ndarray:
+        return np.concatenate([np.asarray(observation[k], np.float64).ravel() for k in GOAL_KEYS])
+
+    def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        obs, info = super().reset(**kwargs)
+        return obs, _with_success(info)
+
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, _with_success(info)
+
+
+def _with_success(info: dict[str, Any]) -> dict[str, Any]:
+    if SUCCESS in info:
+        return info
+    for alias in _SUCCESS_ALIASES:
+        if alias in info:
+            return {**info, SUCCESS: bool(info[alias])}
+    return info
