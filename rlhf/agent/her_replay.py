@@ -95,8 +95,19 @@ class HindsightReplayBuffer(ReplayBuffer):
         """One step of every env: kept with its episode, stored when the episode ends."""
         done = s.terminated | s.truncated
         for i in np.flatnonzero(s.valid):  # a reset step is not a transition
-            row = (s.obs[i], s.actions[i], s.next_obs[i], s.terminated[i], s.true_rewards[i],
-                   s.qpos[i], s.qvel[i])  # fmt: skip
+            # Copies: the rows outlive the step, whose arrays their producer may reuse.
+            row = tuple(
+                np.array(x[i])
+                for x in (
+                    s.obs,
+                    s.actions,
+                    s.next_obs,
+                    s.terminated,
+                    s.true_rewards,
+                    s.qpos,
+                    s.qvel,
+                )
+            )
             self._pending[i].append(row)
             if done[i]:
                 self._store_episode(self._pending[i])
