@@ -351,6 +351,7 @@ class Config:
         if self.reward_model_file is not None:
             _check(self.reward == "learned", "{reward_model_file} needs {reward} learned")
             _check(self.labels_from is None, "{labels_from} has no use with {reward_model_file}")
+        _check(self.algo == "sac" or not self.sac.her, "{sac.her} needs {algo} sac")
         _check(
             self.algo != "ppo" or self.ppo.num_steps * self.num_envs >= self.ppo.num_minibatches,
             "{ppo.num_steps} x {num_envs} must be >= {ppo.num_minibatches}",

@@ -111,6 +111,14 @@ class SACConfig:
     """Keep each transition's learned reward and rescore the whole buffer when the reward is
     refitted (PEBBLE's way; the same rewards as scoring each minibatch when it is sampled, which
     --sac.no-relabel does, at a sixth of the cost per step: scripts/bench_relabel.py)."""
+    her: bool = False
+    """Hindsight experience replay for a goal-conditioned env: whole episodes are stored and
+    each sampled transition's desired goal is, with probability k/(k+1) (k:
+    --sac.her-future-k), replaced by a goal
+    achieved later in its episode (the future strategy); the reward (the env's compute_reward,
+    or the learned reward on the relabelled observation) is computed per minibatch."""
+    her_future_k: float = 4.0
+    """--sac.her: relabelled transitions per original one, at most (0: none)."""
 
     def validate(self, check: Check) -> None:
         check(self.buffer_size >= 1, "{sac.buffer_size} must be >= 1")
@@ -124,3 +132,4 @@ class SACConfig:
         check(self.iteration_steps >= 1, "{sac.iteration_steps} must be >= 1")
         check(self.pretrain_steps >= 0, "{sac.pretrain_steps} must be >= 0")
         check(self.entropy_k >= 1, "{sac.entropy_k} must be >= 1")
+        check(self.her_future_k >= 0, "{sac.her_future_k} must be >= 0")

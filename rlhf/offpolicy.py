@@ -52,12 +52,8 @@ class _Stepper:
         return actor.sample(obs, rng)
 
     def after_step(self, s: StepRecord) -> None:
-        v = s.valid  # a reset step is not a transition
-        self.replay.add(
-            s.obs[v], s.actions[v], s.next_obs[v], s.terminated[v], s.true_rewards[v],
-            s.qpos[v], s.qvel[v],
-        )  # fmt: skip
-        self.step += len(v)
+        self.replay.add_step(s)  # with HER (--sac.her) it waits for the episode's end
+        self.step += len(s.valid)
         if self.step < self.cfg.learning_starts or not self.replay.ready():
             return
         batch = self.replay.sample(self.cfg.batch_size, self.t.rngs["policy"])

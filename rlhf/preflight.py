@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rlhf.config import Config, ConfigError, flag
-from rlhf.envs import EnvInfo, describe_env
+from rlhf.envs import EnvInfo, describe_env, make_env
+from rlhf.envs.goals import goal_reward_fn
 
 DEFAULT_SEGMENT_STEPS = 50
 """Segment length for the synthetic teacher (and for people, on an env without a step length)."""
@@ -54,6 +55,8 @@ def preflight(cfg: Config) -> RunPlan:
     """
     env = describe_env(cfg.env_id, cfg.env_kwargs_dict())
     plan = RunPlan(env, _segment_length(cfg, env), cfg.termination_mode)
+    if cfg.sac.her:
+        _check_her(cfg, env)
     if cfg.reward != "learned" or cfg.reward_model_file is not None:  # no label is asked
         return plan
     if cfg.query.total_labels == 0:
@@ -67,6 +70,27 @@ def preflight(cfg: Config) -> RunPlan:
             f" use {flag('feedback')} synthetic"
         )
     return plan
+
+
+def _check_her(cfg: Config, env: EnvInfo) -> None:
+    """Hindsight relabelling rewrites a desired goal: the env must have one (and, to score a
+    relabelled goal with the env's reward, its ``compute_reward``)."""
+    if env.goal_size == 0:
+        raise ConfigError(
+            f"{flag('sac.her')} needs a goal-conditioned env (dict observations with"
+            f" observation, achieved_goal, desired_goal); {env.env_id} has none"
+        )
+    if cfg.reward == "env":
+        made = make_env(cfg.env_id, cfg.env_kwargs_dict())
+        try:
+            has_reward = goal_reward_fn(made) is not None
+        finally:
+            made.close()
+        if not has_reward:
+            raise ConfigError(
+                f"{flag('sac.her')} with {flag('reward')} env needs the env's"
+                f" compute_reward(achieved_goal, desired_goal, info); {env.env_id} has none"
+            )
 
 
 def _segment_length(cfg: Config, env: EnvInfo) -> int:

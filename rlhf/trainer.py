@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from rlhf.agent.collector import RolloutCollector
+from rlhf.agent.her_replay import HindsightReplayBuffer
 from rlhf.agent.learner import PPOLearner
 from rlhf.agent.replay import ENV_REWARD, ReplayBuffer
 from rlhf.agent.rollout import ObsNormalizer
@@ -24,6 +25,7 @@ from rlhf.agent.sac_learner import SACLearner
 from rlhf.checkpoint import rng_state, save_atomic, save_checkpoint, set_rng_state
 from rlhf.config import Config, ConfigError
 from rlhf.envs import make_vec_env
+from rlhf.envs.goals import goal_reward_fn
 from rlhf.lifecycle import CheckpointClock, Progress, StopSignals
 from rlhf.logger import Logger
 from rlhf.preferences import Preferences, open_preferences
@@ -126,7 +128,14 @@ def build_trainer(
         agent = SACLearner(obs_dim, act_dim, space.low, space.high, cfg.sac, device)
         nq, nv = plan.env.nq, plan.env.nv
         buffer = min(cfg.sac.buffer_size, cfg.total_timesteps)  # never more than the run fills
-        replay = ReplayBuffer(buffer, obs_dim, act_dim, nq, nv, relabel=cfg.sac.relabel)
+        if cfg.sac.her:  # goal envs only (preflight): relabels goals per minibatch
+            replay = HindsightReplayBuffer(
+                buffer, obs_dim, act_dim, nq, nv, goal_size=plan.env.goal_size,
+                num_envs=cfg.num_envs, future_k=cfg.sac.her_future_k,
+                goal_reward=goal_reward_fn(envs.envs[0]),
+            )  # fmt: skip
+        else:
+            replay = ReplayBuffer(buffer, obs_dim, act_dim, nq, nv, relabel=cfg.sac.relabel)
         if cfg.reward == "learned" and reward_fn is None:
             replay.set_reward_fn(None)  # no reward until pretraining or the first labels
         obs_norm = ObsNormalizer(obs_dim, enabled=False)  # SAC acts on raw observations

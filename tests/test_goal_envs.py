@@ -63,6 +63,10 @@ class _TinyGoal(gym.Env):
         distance = float(np.linalg.norm(self.pos - self.goal))
         return self._obs(), -distance, False, False, {"success": distance < 0.3}
 
+    def compute_reward(self, achieved: np.ndarray, desired: np.ndarray, info: object) -> np.ndarray:
+        """The step's reward for any (achieved, desired) goals, batched: what HER relabels with."""
+        return -np.linalg.norm(np.asarray(achieved) - np.asarray(desired), axis=-1)
+
 
 class _DictObs(gym.Env):
     """Dict observations that are not a goal space."""

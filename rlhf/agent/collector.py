@@ -58,7 +58,8 @@ class StepRecord:
     """One env step of every env, handed to an off-policy learner as it happens: (N, ...) rows.
 
     ``next_obs`` is what the env returned (an episode's final observation where it ended);
-    rows with ``valid`` False are reset steps, not transitions.
+    rows with ``valid`` False are reset steps, not transitions; ``truncated``: the time limit
+    ended the episode (a hindsight buffer stores an episode when it ends).
     """
 
     obs: np.ndarray
@@ -69,6 +70,7 @@ class StepRecord:
     valid: np.ndarray
     qpos: np.ndarray
     qvel: np.ndarray
+    truncated: np.ndarray
 
 
 AfterStep = Callable[[StepRecord], None]
@@ -155,7 +157,7 @@ class RolloutCollector:
             if after_step is not None:
                 after_step(
                     StepRecord(raw_obs[t], applied[t], self.obs, rewards[t], terminated[t],
-                               valid[t], qpos[t], qvel[t])
+                               valid[t], qpos[t], qvel[t], truncated[t])
                 )  # fmt: skip
             if self.reward_parts:
                 _record_reward_parts(parts, info, t, num_steps, n)

@@ -16,7 +16,7 @@ import numpy as np
 from rlhf.agent.her import GoalEpisode, GoalRewardFn
 from rlhf.config import ConfigError
 from rlhf.envs import check_env_id, is_goal_space
-from rlhf.envs.goals import mujoco_problem
+from rlhf.envs.goals import goal_reward_fn, mujoco_problem
 
 
 def mujoco_major() -> int:
@@ -88,8 +88,10 @@ def input_dim(env: gym.Env) -> int:
 
 def env_reward_fn(env: gym.Env) -> GoalRewardFn:
     """The env's own sparse reward on (achieved, desired) goal batches."""
-    compute = env.unwrapped.compute_reward  # type: ignore[attr-defined]
-    return lambda achieved, desired: compute(achieved, desired, {})
+    fn = goal_reward_fn(env)
+    if fn is None:
+        raise ConfigError(f"{env.spec.id if env.spec else env} has no compute_reward")
+    return fn
 
 
 class GoalEpisodeRecorder:

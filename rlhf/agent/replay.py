@@ -22,9 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from rlhf.agent.collector import StepRecord
 
 RewardFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(raw obs (B, obs_dim), applied actions (B, act_dim)) -> rewards (B,)."""
@@ -153,6 +157,14 @@ class ReplayBuffer:
         self.pos = int((self.pos + n) % self.capacity)
         self.size = min(self.size + n, self.capacity)
         self.added += n
+
+    def add_step(self, s: StepRecord) -> None:
+        """One env step of every env as it happens (a reset step is not a transition)."""
+        v = s.valid
+        self.add(
+            s.obs[v], s.actions[v], s.next_obs[v], s.terminated[v], s.true_rewards[v],
+            s.qpos[v], s.qvel[v],
+        )  # fmt: skip
 
     def set_reward_fn(self, reward_fn: RewardFn | None, per_sample: bool = False) -> None:
         """Change the reward source; every stored transition follows it from the next sample.

@@ -13,6 +13,7 @@ call it ``success``), so the loop can report a success rate beside the return.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.metadata import version
 from typing import Any, SupportsFloat
 
@@ -87,6 +88,16 @@ class FlatGoalObservation(gym.ObservationWrapper):
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = super().step(action)
         return obs, reward, terminated, truncated, _with_success(info)
+
+
+def goal_reward_fn(env: gym.Env) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """The env's own reward of (achieved goals (B, g), desired goals (B, g)), from the
+    unwrapped env's ``compute_reward`` (None: it has none). Hindsight relabelling scores
+    relabelled goals with it exactly as the env would have."""
+    compute = getattr(env.unwrapped, "compute_reward", None)
+    if compute is None:
+        return None
+    return lambda achieved, desired: compute(achieved, desired, {})
 
 
 def _with_success(info: dict[str, Any]) -> dict[str, Any]:
