@@ -167,7 +167,11 @@ def main() -> None:
         done = _load(out)
         todo = [job for job in jobs if job.key not in done]
         print(f"{len(jobs) - len(todo)} of {len(jobs)} runs already in {out}", flush=True)
-        ran = run_jobs(_train, todo, num_cpus=args.jobs, describe=lambda r: r.job.mode)
+        ran = (
+            run_jobs(_train, todo, num_cpus=args.jobs, describe=lambda r: r.job.mode)
+            if todo
+            else []
+        )
         results = [done[job.key] for job in jobs if job.key in done] + list(ran)
     if args.plot:
         _plot(results, args.env_id, args.steps, args.plot)
