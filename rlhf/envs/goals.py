@@ -14,7 +14,7 @@ call it ``success``), so the loop can report a success rate beside the return.
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -44,9 +44,16 @@ def mujoco_problem(env_id: str, mujoco_major: int) -> str | None:
     if not env_id.startswith(MUJOCO_3_ONLY) or mujoco_major < 4:
         return None
     return (
-        f"{env_id} needs mujoco < 4 (gymnasium-robotics {version('gymnasium-robotics')} fails on"
-        f" mujoco {version('mujoco')}): pip install -e '.[goals]'"
+        f"{env_id} needs mujoco < 4 (gymnasium-robotics {_version('gymnasium-robotics')} fails"
+        f" on mujoco {_version('mujoco')}): pip install -e '.[goals]'"
     )
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:  # the message must still be one line, not this error
+        return "(not installed)"
 
 
 def is_goal_space(space: gym.Space) -> bool:

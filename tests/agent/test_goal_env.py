@@ -27,6 +27,7 @@ from rlhf.agent.goal_env import (
 )
 from rlhf.agent.her import HERReplayBuffer
 from rlhf.config import ConfigError
+from rlhf.envs import goals
 
 BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench_her.py"
 
@@ -46,7 +47,9 @@ def _needs(env_id: str) -> None:
 
 
 def test_fetch_on_mujoco_4_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(goal_env, "version", lambda name: {"mujoco": "4.0.0"}.get(name, "1.4.2"))
+    versions = {"mujoco": "4.0.0", "gymnasium-robotics": "1.4.2"}
+    monkeypatch.setattr(goal_env, "version", versions.__getitem__)
+    monkeypatch.setattr(goals, "version", versions.__getitem__)
     monkeypatch.setattr(goal_env, "mujoco_major", lambda: 4)
     with pytest.raises(ConfigError) as refused:
         make_goal_env("FetchReach-v4", 50)
