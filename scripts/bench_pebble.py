@@ -13,7 +13,8 @@ and the headline ratios of the first env as the last line.
     .venv/bin/python scripts/bench_pebble.py --quick            # smoke check (figures mean nothing)
 
 ``--out DIR`` keeps one JSON file per finished run (its curve included) and skips those runs on
-the next invocation, so a grid can be stopped and continued; ``--plot`` draws the curves.
+the next invocation, so a grid can be stopped and continued (a run stopped before its end starts
+again); ``--plot`` draws the curves.
 ``--hidden-dtype bfloat16`` runs every SAC with ``--sac.hidden-dtype bfloat16`` (about twice as
 fast on CPUs with native bf16: scripts/bench_sac.py).
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import shutil
 import statistics
 import tempfile
 from dataclasses import asdict, dataclass
@@ -75,6 +77,8 @@ def _train(job: Job) -> Result:
     if job.quick:
         sac = SACConfig(learning_starts=500, pretrain_steps=300, hidden_dtype=job.hidden_dtype)  # type: ignore[arg-type]
     name = job.key
+    # A run stopped before its result was written starts again from scratch.
+    shutil.rmtree(Path(job.out) / name, ignore_errors=True)
     cfg = Config(
         env_id=job.env_id, algo="ppo" if job.mode == "ppo700" else "sac", seed=job.seed,
         total_timesteps=job.steps, reward="learned" if labels else "env", feedback="synthetic",
