@@ -41,9 +41,9 @@ def wait_for_schedule(
     T labels in the store when the wait ends (the page counts down from its live count).
     """
     why = (
-        "before PPO starts learning"
+        "before the agent starts learning"
         if not p.reward.trained
-        else "before PPO goes on (paused while the labeller catches up with the schedule)"
+        else "before the agent goes on (paused while the labeller catches up with the schedule)"
     )
 
     def tell(message: str, missing: int, target: int) -> None:

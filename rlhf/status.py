@@ -24,7 +24,7 @@ class Phase(enum.StrEnum):
     STARTING = "starting"
     """Setting up (envs, networks, the labelling session)."""
     WAITING = "waiting for labels"
-    """PPO is paused until enough labels have arrived (``message`` says how many)."""
+    """The agent (PPO or SAC) is paused until enough labels have arrived (``message`` says how many)."""
     TRAINING = "training"
     """Collecting rollouts and updating the policy."""
     FINISHED = "finished"
@@ -59,7 +59,7 @@ class TrainerStatus:
         labels_requested: pairs sent for labelling so far.
         labels_total: labels the run asks for over its whole budget.
         labels_used: labels the reward model has been trained on.
-        labels_needed: labels still needed before PPO starts learning or goes on (None: not
+        labels_needed: labels still needed before the agent starts learning or goes on (None: not
             waiting).
         labels_target: labels in the store when that wait ends (the page counts down to it).
         eta_seconds: wall time left for the run at the pace so far (None: not known yet).

@@ -40,7 +40,7 @@ def wait_for_labels(
         problem = feedback.problem()
         if problem is not None:
             raise RunError(f"waiting for labels that cannot come: {problem}")
-        message = f"waiting for {missing} more labels before PPO starts learning"
+        message = f"waiting for {missing} more labels before the agent starts learning"
         publish(f"{message} ({feedback.waiting_note()})", missing)
         if missing != shown:
             say(f"{message}: {feedback.waiting_note()}")

@@ -60,7 +60,7 @@ def test_pacing_wait_counts_down_in_the_trainers_numbers_with_an_eta(serve: Serv
     store, _, handle = serve(ready=3)
     status = TrainerStatus(
         Phase.WAITING,
-        message="waiting for 3 more labels before PPO goes on (paused while the labeller"
+        message="waiting for 3 more labels before the agent goes on (paused while the labeller"
         " catches up with the schedule)",
         iteration=12,
         labels_used=40,
@@ -75,7 +75,7 @@ def test_pacing_wait_counts_down_in_the_trainers_numbers_with_an_eta(serve: Serv
     page.wait_for_function(
         "() => document.getElementById('learning').textContent.includes('3 more labels')"
     )
-    assert "PPO is paused until you catch up: 3 more labels (0 of 3 given)" in (
+    assert "The agent is paused until you catch up: 3 more labels (0 of 3 given)" in (
         learning.text_content() or ""
     )
     assert page.text_content("#phase").startswith("waiting for 3 more labels")
@@ -89,6 +89,6 @@ def test_pacing_wait_counts_down_in_the_trainers_numbers_with_an_eta(serve: Serv
     store.set_meta(STATUS_KEY, status.with_(labels_used=0, labels_target=5).to_json())
     page.wait_for_function(
         "() => document.getElementById('learning').textContent"
-        ".startsWith('PPO starts learning after 4 more labels (1 of 5 given)')",
+        ".startsWith('The agent starts learning after 4 more labels (1 of 5 given)')",
         timeout=8000,
     )

@@ -159,5 +159,5 @@ def test_with_pacing_the_reward_trains_on_every_answered_label_before_the_budget
     used = events.Scalars("labels/used")
     assert used[-1].value == trainable  # fitted inside the loop, not only in the final round
     assert used[-1].step <= cfg.total_timesteps
-    assert any("before PPO starts learning" in m for m in labeller.waiting_messages)
+    assert any("before the agent starts learning" in m for m in labeller.waiting_messages)
     assert store.get_pair_record(1).video_status == VIDEO_READY

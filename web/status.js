@@ -1,4 +1,4 @@
-// What the page says about the trainer: the task, when PPO starts learning (labels needed vs
+// What the page says about the trainer: the task, when the agent starts learning (labels needed vs
 // given, the trainer's own numbers), a pacing pause, the ETA, the progress bar and the
 // finished screen. Pure rendering from the /api/status body and the page's state.
 
@@ -35,7 +35,7 @@ function returnText(s) {
 function learningText(s) {
   if (s.phase !== WAITING || s.labels_target == null) {
     if (s.labels_used === 0 && s.phase === "training") {
-      return "PPO starts learning with the first label that is not a skip.";
+      return "The agent starts learning with the first label that is not a skip.";
     }
     return "";
   }
@@ -65,10 +65,10 @@ function learningLine(learning, done) {
   if (!learning || typeof learning === "string") return learning || "";
   const missing = Math.max(0, learning.target - done);
   const given = fmt.format(done) + " of " + fmt.format(learning.target) + " given";
-  if (missing === 0) return "Enough labels: PPO goes on at its next check (" + given + ").";
+  if (missing === 0) return "Enough labels: the agent goes on at its next check (" + given + ").";
   const more = fmt.format(missing) + (missing === 1 ? " more label" : " more labels");
-  if (learning.starts) return "PPO starts learning after " + more + " (" + given + ").";
-  return "PPO is paused until you catch up: " + more + " (" + given + ").";
+  if (learning.starts) return "The agent starts learning after " + more + " (" + given + ").";
+  return "The agent is paused until you catch up: " + more + " (" + given + ").";
 }
 
 export function renderFinishedScreen(state, titles) {
