@@ -136,10 +136,17 @@ class RewardEnsemble(nn.Module):
                 f"expected (..., {self.obs_dim}) obs and (..., {self.act_dim}) actions, "
                 f"got {obs.shape} and {actions.shape}"
             )
+        actions = self.seen_actions(actions)
         flag = np.zeros((*obs.shape[:-1], 1), np.float32)
         if absorbing is not None:
             flag[..., 0] = absorbing
         return torch.from_numpy(np.concatenate([obs, actions, flag], axis=-1)).to(self.device)
+
+    def seen_actions(self, actions: np.ndarray) -> np.ndarray:
+        """The actions as the networks see them: zeros with ``observations_only`` (the input
+        keeps its width, so saved models load either way; a zero column stays zero once
+        standardised)."""
+        return np.zeros_like(actions) if self.cfg.observations_only else actions
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(..., in_dim) -> (M, ...) raw member rewards (train or eval mode as set)."""
@@ -229,7 +236,7 @@ def stack_pairs(ensemble: RewardEnsemble, pairs: list[Pair]) -> tuple[torch.Tens
         for j, seg in enumerate((pair.left, pair.right)):
             steps = len(seg)
             x[i, j, :steps, :obs_dim] = seg.obs
-            x[i, j, :steps, obs_dim : obs_dim + act_dim] = seg.actions
+            x[i, j, :steps, obs_dim : obs_dim + act_dim] = ensemble.seen_actions(seg.actions)
             x[i, j, seg.real_steps : steps, -1] = 1.0
             mask[i, j, :steps] = 1.0
     device = ensemble.device

@@ -155,3 +155,28 @@ def test_the_absorbing_state_is_worth_what_the_teacher_says(alive_reward_sign: f
     assert stats.val_accuracy > 0.9
     living = ensemble.predict(rng.normal(size=(500, 4)), np.zeros((500, 1))).mean()
     assert np.sign(living - ensemble.absorbing_reward()) == alive_reward_sign
+
+
+def test_an_observations_only_reward_ignores_actions_and_still_learns_the_rest(toy, tmp_path):
+    # The toy reward is obs[8] - 0.1 |a|^2: without actions the model can only learn obs[8].
+    import torch
+
+    from rlhf.reward.learner import RewardLearner
+
+    data_rng = np.random.default_rng(0)
+    train, held_out = toy.preferences(500, data_rng), toy.preferences(1000, data_rng)
+    cfg = RewardConfig(observations_only=True)
+    learner = RewardLearner(toy.obs_dim, toy.act_dim, cfg, seed=0)
+    train_ensemble(learner.ensemble, train, cfg, np.random.default_rng(1))
+    obs, act = toy.steps(data_rng)
+    scores = learner.score(obs, act)
+    np.testing.assert_array_equal(scores, learner.score(obs, -act))  # actions change nothing
+    assert np.corrcoef(scores, obs[:, 8])[0, 1] > 0.9
+    assert preference_accuracy(learner.ensemble, held_out) >= 0.8
+    # A saved model keeps the setting (the file holds the config).
+    torch.save(learner.state_dict(), tmp_path / "reward.pt")
+    loaded = RewardLearner.from_state_dict(torch.load(tmp_path / "reward.pt", weights_only=True))
+    np.testing.assert_array_equal(loaded.score(obs, -act), scores)
+    # The default sees actions: the same rows with other actions score differently.
+    default = RewardLearner(toy.obs_dim, toy.act_dim, RewardConfig(), seed=0)
+    assert not np.array_equal(default.score(obs, act), default.score(obs, -act))
