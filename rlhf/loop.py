@@ -31,7 +31,7 @@ from rlhf.seed_labels import imported_pairs
 from rlhf.segments import cut_segments
 from rlhf.status import Phase
 from rlhf.trainer import Trainer, publish, write_checkpoint
-from rlhf.types import RolloutBatch, Segment
+from rlhf.types import Pair, RolloutBatch, Segment
 from rlhf.waits import refuse_without_segments, wait_for_labels
 
 
@@ -127,7 +127,11 @@ def request_queries(t: Trainer, p: Preferences, due: int, iteration: int) -> Non
     kind = t.cfg.feedback_kind
     n_clips = {"pairs": 0, "ratings": due}.get(kind, (due + t.progress.requested % 2) // 2)
     model = p.reward if p.reward.trained else None  # no model yet: uniform queries
-    pairs = select_pairs(p.pool.segments(), due - n_clips, q.selection, model, q.oversample, rng)
+    replayed = replayed_pairs(t, p, due - n_clips) if model is not None else []
+    pairs = select_pairs(
+        p.pool.segments(), due - n_clips - len(replayed), q.selection, model, q.oversample, rng
+    )
+    pairs += replayed
     clips = select_clips(p.pool.segments(), n_clips, q.selection, model, q.oversample, rng)
     step = 1 if kind == "both" else max(len(pairs), len(clips))
     for i in range(0, max(len(pairs), len(clips)), step):
@@ -136,6 +140,24 @@ def request_queries(t: Trainer, p: Preferences, due: int, iteration: int) -> Non
         if clips[i : i + step]:
             p.feedback.request_ratings(clips[i : i + step], iteration)
     t.progress.requested += len(pairs) + len(clips)
+
+
+def replayed_pairs(t: Trainer, p: Preferences, n: int) -> list[Pair]:
+    """round(--query.replay-share x n) of the ``n`` pairs asked now, replayed from recorded
+    states with the current policy (:mod:`rlhf.replay_queries`)."""
+    k = round(t.cfg.query.replay_share * n)
+    if t.replayer is None or k == 0 or t.cfg.algo != "ppo":
+        return []
+    actor, norm = t.agent.actor(), t.agent.obs_norm  # type: ignore[union-attr]  # PPO (above)
+    pairs = t.replayer.pairs(
+        p.pool.segments(),
+        k,
+        lambda obs: actor.mean(norm(obs[None].astype(np.float32)))[0],
+        actor.std,
+        t.rngs["query"],
+    )
+    t.logger.scalar("labels/replay_steps", t.replayer.steps, t.collector.global_step)
+    return pairs
 
 
 def score_rollout(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from rlhf.config import Config, ConfigError, flag
 from rlhf.envs import EnvInfo, describe_env, make_env
 from rlhf.envs.goals import goal_reward_fn
+from rlhf.envs.state import StateKind
 
 DEFAULT_SEGMENT_STEPS = 50
 """Segment length for the synthetic teacher (and for people, on an env without a step length)."""
@@ -64,12 +65,27 @@ def preflight(cfg: Config) -> RunPlan:
             f"{flag('query.total_labels')} is 0, so the learned reward would never be trained:"
             f" raise it, or train on the env's reward with {flag('reward')} env"
         )
+    if cfg.query.replay_share > 0:
+        _check_replays(cfg, env, plan)
     if cfg.feedback == "human" and env.render_problem is not None:
         raise ConfigError(
             f"{env.render_problem}, so its pairs cannot be shown to a person;"
             f" use {flag('feedback')} synthetic"
         )
     return plan
+
+
+def _check_replays(cfg: Config, env: EnvInfo, plan: RunPlan) -> None:
+    """Replayed pairs set a MuJoCo state, add PPO's noise, and pad early ends as segments do."""
+    share = flag("query.replay_share")
+    if cfg.algo != "ppo":
+        raise ConfigError(f"{share} works with {flag('algo')} ppo only")
+    if env.state is not StateKind.MUJOCO:
+        raise ConfigError(
+            f"{share} needs a MuJoCo env (its state is set to replay); {env.env_id} is not one"
+        )
+    if plan.terminations == "standard":
+        raise ConfigError(f"{share} needs {flag('terminations')} absorbing or fixed-horizon")
 
 
 def _check_her(cfg: Config, env: EnvInfo) -> None:

@@ -24,12 +24,13 @@ from rlhf.agent.rollout import ObsNormalizer
 from rlhf.agent.sac_learner import SACLearner
 from rlhf.checkpoint import rng_state, save_atomic, save_checkpoint, set_rng_state
 from rlhf.config import Config, ConfigError
-from rlhf.envs import make_vec_env
+from rlhf.envs import make_env, make_vec_env
 from rlhf.envs.goals import goal_reward_fn
 from rlhf.lifecycle import CheckpointClock, Progress, StopSignals
 from rlhf.logger import Logger
 from rlhf.preferences import Preferences, open_preferences
 from rlhf.preflight import RunPlan
+from rlhf.replay_queries import Replayer
 from rlhf.report import trainer_status
 from rlhf.run_dir import RunDir
 from rlhf.seed_labels import imported_pairs
@@ -66,6 +67,8 @@ class Trainer:
     longest_episode: int = 0
     replay: ReplayBuffer | None = None
     """SAC's replay buffer (None with PPO); see :mod:`rlhf.offpolicy`."""
+    replayer: Replayer | None = None
+    """Rolls out replayed pairs (``--query.replay-share``); None when not asked for."""
     clips_logged: int = 0
     """The newest policy clip put in TensorBoard (see :mod:`rlhf.agent_view`)."""
 
@@ -162,6 +165,10 @@ def build_trainer(
             replay.set_reward_fn(ENV_REWARD if reward_fn is None else reward_fn)
         return t
     t.prefs = open_preferences(cfg, run_dir, plan, device, rngs["feedback"], logger.message)
+    if cfg.query.replay_share > 0:
+        kwargs = cfg.env_kwargs_dict()
+        t.replayer = Replayer(lambda: make_env(cfg.env_id, kwargs))
+        cleanup.callback(t.replayer.close)
     cleanup.callback(t.prefs.store.close)
     cleanup.callback(t.prefs.feedback.close)  # a safety net: the runner closes it with a grace
     publish(t, Phase.STARTING, "starting")
