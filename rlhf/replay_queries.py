@@ -22,6 +22,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlhf.segments import padded_segment
 from rlhf.types import Pair, Segment
 
 NOISE_SCALES = (0.3, 1.5)
@@ -91,26 +92,15 @@ class Replayer:
 
 
 def _segment(rows: dict[str, list], length: int, start: Segment) -> Segment:
-    """A segment of ``length`` steps from the recorded rows, an early end padded as
-    :mod:`rlhf.segments` pads it (absorbing state: zero obs, actions and reward)."""
-    pad = length - len(rows["obs"])
-    obs = np.asarray(rows["obs"], np.float32)
-    actions = np.asarray(rows["actions"], np.float32)
-    rewards = np.asarray(rows["rewards"], np.float32)
-    qpos, qvel = np.asarray(rows["qpos"]), np.asarray(rows["qvel"])
-    if pad:
-        obs = np.concatenate([obs, np.zeros((pad, obs.shape[1]), np.float32)])
-        actions = np.concatenate([actions, np.zeros((pad, actions.shape[1]), np.float32)])
-        rewards = np.concatenate([rewards, np.zeros(pad, np.float32)])
-        qpos = np.concatenate([qpos, np.repeat(qpos[-1:], pad, axis=0)])
-        qvel = np.concatenate([qvel, np.repeat(qvel[-1:], pad, axis=0)])
-    return Segment(
-        obs=obs,
-        actions=actions,
-        true_rewards=rewards,
-        qpos=qpos,
-        qvel=qvel,
-        env_id=start.env_id,
-        start_step=start.start_step,
-        absorbing=pad,
+    """A segment of ``length`` steps from the recorded rows, an early end padded as a rollout's
+    segments are (:func:`rlhf.segments.padded_segment`)."""
+    return padded_segment(
+        np.asarray(rows["obs"], np.float32),
+        np.asarray(rows["actions"], np.float32),
+        np.asarray(rows["rewards"], np.float32),
+        np.asarray(rows["qpos"]),
+        np.asarray(rows["qvel"]),
+        start.env_id,
+        start.start_step,
+        length - len(rows["obs"]),
     )

@@ -100,7 +100,7 @@ def rollout(env: gym.Env, act: Policy | None, noise: float, episodes: int, seed:
             rew_l.append(float(reward))
             for key, value in info.items():
                 if key.startswith("reward_") and np.isscalar(value):
-                    terms.setdefault(key, [0.0] * (len(rew_l) - 1)).append(float(value))
+                    terms.setdefault(key, []).append(float(value))
             obs, n = next_obs, n + 1
             if terminated or truncated:
                 break

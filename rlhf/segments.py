@@ -97,11 +97,29 @@ def _tile_to_end(
 
 def _window(batch: RolloutBatch, env: int, rows: slice, pad: int = 0) -> Segment:
     # np.array copies, so the segment owns its memory (the rollout buffers are reused).
-    obs = np.array(batch.obs[rows, env], dtype=np.float32)
-    actions = np.array(batch.actions[rows, env], dtype=np.float32)
-    rewards = np.array(batch.true_rewards[rows, env], dtype=np.float32)
-    qpos = np.array(batch.qpos[rows, env], dtype=np.float64)
-    qvel = np.array(batch.qvel[rows, env], dtype=np.float64)
+    return padded_segment(
+        np.array(batch.obs[rows, env], dtype=np.float32),
+        np.array(batch.actions[rows, env], dtype=np.float32),
+        np.array(batch.true_rewards[rows, env], dtype=np.float32),
+        np.array(batch.qpos[rows, env], dtype=np.float64),
+        np.array(batch.qvel[rows, env], dtype=np.float64),
+        batch.env_id,
+        batch.start_step,
+        pad,
+    )
+
+
+def padded_segment(
+    obs: np.ndarray,
+    actions: np.ndarray,
+    rewards: np.ndarray,
+    qpos: np.ndarray,
+    qvel: np.ndarray,
+    env_id: str,
+    start_step: int,
+    pad: int = 0,
+) -> Segment:
+    """A segment of these steps followed by ``pad`` steps in the absorbing state."""
     if pad:
         # The absorbing state: nothing observed, done or earned; the picture stays as it ended.
         obs = np.concatenate([obs, np.zeros((pad, obs.shape[1]), np.float32)])
@@ -115,8 +133,8 @@ def _window(batch: RolloutBatch, env: int, rows: slice, pad: int = 0) -> Segment
         true_rewards=rewards,
         qpos=qpos,
         qvel=qvel,
-        env_id=batch.env_id,
-        start_step=batch.start_step,
+        env_id=env_id,
+        start_step=start_step,
         absorbing=pad,
     )
 

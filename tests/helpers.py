@@ -2,10 +2,29 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 
+from rlhf.config import Config, PPOConfig, QueryConfig
 from rlhf.types import Segment
+
+
+def tiny_config(tmp_path: Path, env_id: str, **kw) -> Config:
+    """A synthetic-feedback run of one 512-step PPO iteration and 8 labels; ``kw`` replaces
+    any field."""
+    base = dict(
+        env_id=env_id,
+        total_timesteps=512,
+        feedback="synthetic",
+        runs_dir=str(tmp_path),
+        run_name="run",
+        progress=False,
+        ppo=PPOConfig(num_steps=512, num_minibatches=4, update_epochs=1),
+        query=QueryConfig(total_labels=8),
+    )
+    return Config(**(base | kw))
 
 
 def random_states(env_id: str, steps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -26,6 +26,7 @@ from rlhf.runner import run
 from rlhf.store import LabelStore
 from rlhf.types import Segment
 from tests import toy_env
+from tests.helpers import tiny_config
 
 TINY = "rlhf-test/TinyGoal-v0"
 DICT = "rlhf-test/DictObs-v0"
@@ -83,17 +84,12 @@ toy_env.register()
 
 
 def _tiny(tmp_path: Path, env_id: str, **kw) -> Config:
-    base = dict(
-        env_id=env_id,
-        total_timesteps=512,
-        feedback="synthetic",
-        runs_dir=str(tmp_path),
-        run_name="run",
-        progress=False,
+    """The shared tiny run with 256-step rollouts and 10-step segments (short goal episodes)."""
+    small = dict(
         ppo=PPOConfig(num_steps=256, num_minibatches=4, update_epochs=1),
         query=QueryConfig(total_labels=8, segment_length=10),
     )
-    return Config(**(base | kw))
+    return tiny_config(tmp_path, env_id, **(small | kw))
 
 
 def _scalars(tb: Path, tag: str) -> list[float]:

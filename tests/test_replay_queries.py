@@ -9,12 +9,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig
+from rlhf.config import Config, ConfigError, QueryConfig
 from rlhf.preflight import preflight
 from rlhf.replay_queries import NOISE_SCALES, Replayer
 from rlhf.runner import run
 from rlhf.store.records import unpack_segment
 from rlhf.types import Segment
+from tests.helpers import tiny_config
 
 
 def _recorded(env_id: str, steps: int, seed: int = 0) -> Segment:
@@ -69,14 +70,10 @@ def test_an_episode_that_ends_in_a_replay_is_padded_with_the_absorbing_state() -
 
 
 def test_a_run_asks_replayed_pairs_and_counts_their_steps(tmp_path: Path) -> None:
-    cfg = Config(
-        env_id="Hopper-v5",
+    cfg = tiny_config(
+        tmp_path,
+        "Hopper-v5",
         total_timesteps=4096,
-        feedback="synthetic",
-        runs_dir=str(tmp_path),
-        run_name="run",
-        progress=False,
-        ppo=PPOConfig(num_steps=512, num_minibatches=4, update_epochs=1),
         query=QueryConfig(total_labels=40, segment_length=20, replay_share=0.5),
     )
     run(cfg)

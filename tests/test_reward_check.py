@@ -9,9 +9,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlhf.config import Config, PPOConfig, QueryConfig
 from rlhf.reward_check import BEHAVIOURS, check_reward
 from rlhf.runner import run
+from tests.helpers import tiny_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,16 +91,7 @@ def test_a_reward_of_the_control_cost_alone_correlates_with_that_term_only() -> 
 
 @pytest.mark.slow
 def test_the_script_reads_a_run_and_prints_every_section(tmp_path: Path) -> None:
-    cfg = Config(
-        env_id="Hopper-v5",
-        total_timesteps=1024,
-        feedback="synthetic",
-        runs_dir=str(tmp_path),
-        run_name="run",
-        progress=False,
-        ppo=PPOConfig(num_steps=512, num_minibatches=4, update_epochs=1),
-        query=QueryConfig(total_labels=8),
-    )
+    cfg = tiny_config(tmp_path, "Hopper-v5", total_timesteps=1024)
     run(cfg)
     spec = importlib.util.spec_from_file_location(
         "check_reward", ROOT / "scripts" / "check_reward.py"

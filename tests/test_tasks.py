@@ -16,6 +16,7 @@ from rlhf.preflight import preflight
 from rlhf.render.video import render_pair_video
 from rlhf.runner import run
 from rlhf.store import LabelStore
+from tests.helpers import tiny_config
 
 FAMILY = [
     "HalfCheetah-v5",
@@ -35,24 +36,10 @@ FAMILY = [
 ]
 
 
-def _tiny(tmp_path: Path, env_id: str, **kw) -> Config:
-    base = dict(
-        env_id=env_id,
-        total_timesteps=512,
-        feedback="synthetic",
-        runs_dir=str(tmp_path),
-        run_name="run",
-        progress=False,
-        ppo=PPOConfig(num_steps=512, num_minibatches=4, update_epochs=1),
-        query=QueryConfig(total_labels=8),
-    )
-    return Config(**(base | kw))
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", FAMILY)
 def test_every_task_starts_cuts_segments_and_renders_a_clip(tmp_path: Path, env_id: str) -> None:
-    cfg = _tiny(tmp_path, env_id)
+    cfg = tiny_config(tmp_path, env_id)
     plan = preflight(cfg)
     episode = plan.env.max_episode_steps or 10**9
     assert plan.segment_length == min(50, episode)  # the synthetic teacher's default
@@ -76,7 +63,7 @@ def test_short_episodes_still_give_segments_and_labels(tmp_path: Path) -> None:
     """A random InvertedPendulum drops its pole within ~10 steps, far sooner than a 2-second
     segment (50 steps). Each episode still gives a segment that ends with the fall, padded with
     the absorbing state, and those pairs are asked about and labelled."""
-    summary = run(_tiny(tmp_path, "InvertedPendulum-v5", total_timesteps=1024))
+    summary = run(tiny_config(tmp_path, "InvertedPendulum-v5", total_timesteps=1024))
     assert summary.labels_used > 0 and summary.episodes > 20
     store = LabelStore(tmp_path / "run" / "labels.sqlite")
     pairs = [store.get_pair(label.pair_id) for label in store.labels()]
@@ -87,7 +74,9 @@ def test_short_episodes_still_give_segments_and_labels(tmp_path: Path) -> None:
 def test_fixed_horizon_episodes_run_to_the_time_limit(tmp_path: Path) -> None:
     """With --terminations fixed-horizon the pole falls, the episode goes on (1000 steps), and
     the return reported is still the standard env's: the steps until the fall."""
-    cfg = _tiny(tmp_path, "InvertedPendulum-v5", total_timesteps=1024, terminations="fixed-horizon")
+    cfg = tiny_config(
+        tmp_path, "InvertedPendulum-v5", total_timesteps=1024, terminations="fixed-horizon"
+    )
     summary = run(cfg)
     assert summary.labels_used > 0 and summary.episodes == 1
     assert summary.final_true_return is not None and summary.final_true_return < 60
@@ -95,7 +84,7 @@ def test_fixed_horizon_episodes_run_to_the_time_limit(tmp_path: Path) -> None:
 
 def test_standard_episodes_too_short_for_a_segment_are_refused(tmp_path: Path) -> None:
     ppo = PPOConfig(num_steps=256, num_minibatches=4, update_epochs=1)
-    cfg = _tiny(
+    cfg = tiny_config(
         tmp_path, "InvertedPendulum-v5", total_timesteps=40 * 256, terminations="standard", ppo=ppo
     )
     with pytest.raises(ConfigError) as err:
@@ -125,7 +114,7 @@ def test_standard_episodes_too_short_for_a_segment_are_refused(tmp_path: Path) -
 def test_what_cannot_work_is_refused_before_a_run_starts(
     tmp_path: Path, changes: dict, needle: str
 ) -> None:
-    cfg = _tiny(tmp_path, **({"env_id": "HalfCheetah-v5"} | changes))
+    cfg = tiny_config(tmp_path, **({"env_id": "HalfCheetah-v5"} | changes))
     with pytest.raises(ConfigError) as err:
         preflight(cfg)
     assert needle in str(err.value) and "\n" not in str(err.value)
@@ -141,7 +130,7 @@ def test_gymnasium_robotics_ids_are_known_without_importing_it_first() -> None:
 def test_env_kwargs_reach_the_env(tmp_path: Path) -> None:
     info = describe_env("Hopper-v5", {"frame_skip": 2})
     assert info.dt == pytest.approx(0.004)
-    summary = run(_tiny(tmp_path, "Hopper-v5", env_kwargs='{"frame_skip": 2}'))
+    summary = run(tiny_config(tmp_path, "Hopper-v5", env_kwargs='{"frame_skip": 2}'))
     assert summary.status == "finished"
 
 
