@@ -126,6 +126,8 @@ class Progress:
     """Episodes finished."""
     requested: int = 0
     """Pairs sent for labelling."""
+    replay_steps: int = 0
+    """Env steps spent rolling out replayed pairs (``--query.replay-share``), not in env_steps."""
     train_seconds: float = 0.0
     """Wall time spent training, over every session of the run."""
     sessions: int = 1
@@ -187,6 +189,8 @@ class Summary:
     error: str | None = None
     final_success_rate: float | None = None
     """Share of the last 10 episodes that ended at the goal (envs that report success)."""
+    replay_steps: int = 0
+    """Env steps spent on replayed pairs (``--query.replay-share``), over every session."""
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:

@@ -149,6 +149,7 @@ def replayed_pairs(t: Trainer, p: Preferences, n: int) -> list[Pair]:
     if t.replayer is None or k == 0 or t.cfg.algo != "ppo":
         return []
     actor, norm = t.agent.actor(), t.agent.obs_norm  # type: ignore[union-attr]  # PPO (above)
+    before = t.replayer.steps
     pairs = t.replayer.pairs(
         p.pool.segments(),
         k,
@@ -156,7 +157,9 @@ def replayed_pairs(t: Trainer, p: Preferences, n: int) -> list[Pair]:
         actor.std,
         t.rngs["query"],
     )
-    t.logger.scalar("labels/replay_steps", t.replayer.steps, t.collector.global_step)
+    # Counted in the checkpointed progress, so a resumed run's curve goes on where it stopped.
+    t.progress.replay_steps += t.replayer.steps - before
+    t.logger.scalar("labels/replay_steps", t.progress.replay_steps, t.collector.global_step)
     return pairs
 
 

@@ -10,7 +10,7 @@ once by [1]. Both are ordinary segments (physics state recorded, an episode end 
 absorbing state), so teachers, the page and the reward see nothing special.
 
 The rollouts are env steps the agent never trains on; :attr:`Replayer.steps` counts them
-(TensorBoard ``labels/replay_steps``). MuJoCo envs and PPO only (the state is set with
+(over the run: TensorBoard ``labels/replay_steps`` and ``replay_steps`` in summary.json). MuJoCo envs and PPO only (the state is set with
 ``set_state``; the noise is PPO's Gaussian).
 """
 

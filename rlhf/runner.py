@@ -196,6 +196,7 @@ def _summary(t: Trainer, phase: Phase, error: str | None) -> Summary:
         sessions=p.sessions,
         error=error,
         final_success_rate=p.success_rate,
+        replay_steps=p.replay_steps,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from pathlib import Path
 
@@ -95,6 +96,28 @@ def test_a_run_asks_replayed_pairs_and_counts_their_steps(tmp_path: Path) -> Non
     acc.Reload()
     steps = [e.value for e in acc.Scalars("labels/replay_steps")]
     assert steps[-1] >= 2 * 20 * 5
+
+
+def test_replay_steps_go_on_counting_after_resume(tmp_path: Path) -> None:
+    cfg = tiny_config(
+        tmp_path,
+        "Hopper-v5",
+        total_timesteps=2048,
+        query=QueryConfig(total_labels=40, segment_length=20, replay_share=0.5),
+    )
+    first = run(cfg)
+    assert first.replay_steps > 0
+    more = dataclasses.replace(cfg.query, total_labels=80)  # so the second session asks too
+    second = run(
+        dataclasses.replace(cfg, resume=str(tmp_path / "run"), total_timesteps=4096, query=more)
+    )
+    assert second.sessions == 2 and second.replay_steps > first.replay_steps
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tmp_path / "run" / "tb"))
+    acc.Reload()
+    late = [e.value for e in acc.Scalars("labels/replay_steps") if e.step > 2048]
+    assert late and min(late) > first.replay_steps
 
 
 @pytest.mark.parametrize(
