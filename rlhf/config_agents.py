@@ -49,10 +49,10 @@ class PPOConfig:
     """Stop an update early when the approximate KL exceeds this (None: never)."""
     hidden_size: int = 64
     """Width of the two hidden layers of actor and critic."""
-    init_log_std: float = 0.0
-    """Initial log standard deviation of the Gaussian policy's actions (0: std 1, CleanRL's).
-    A smaller one starts from calmer behaviour: on Ant-v5, -1 lets PPO and RLHF learn at all
-    within 300k steps (see the README)."""
+    init_log_std: Annotated[float | None, tyro.conf.arg(metavar="FLOAT")] = None
+    """Initial log standard deviation of the Gaussian policy's actions; default: the env's
+    preset (-1 on Ant: calmer behaviour lets PPO and RLHF learn there; rlhf/presets.py), else 0
+    (std 1, CleanRL's)."""
     norm_obs: bool = True
     """Normalise the policy's observations with running statistics (the reward model sees raw ones)."""
     norm_reward: bool = True

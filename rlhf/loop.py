@@ -145,7 +145,7 @@ def request_queries(t: Trainer, p: Preferences, due: int, iteration: int) -> Non
 def replayed_pairs(t: Trainer, p: Preferences, n: int) -> list[Pair]:
     """round(--query.replay-share x n) of the ``n`` pairs asked now, replayed from recorded
     states with the current policy (:mod:`rlhf.replay_queries`)."""
-    k = round(t.cfg.query.replay_share * n)
+    k = round((t.cfg.query.replay_share or 0.0) * n)  # None outside a run: no preset, none
     if t.replayer is None or k == 0 or t.cfg.algo != "ppo":
         return []
     actor, norm = t.agent.actor(), t.agent.obs_norm  # type: ignore[union-attr]  # PPO (above)

@@ -65,7 +65,7 @@ def preflight(cfg: Config) -> RunPlan:
             f"{flag('query.total_labels')} is 0, so the learned reward would never be trained:"
             f" raise it, or train on the env's reward with {flag('reward')} env"
         )
-    if cfg.query.replay_share > 0:
+    if cfg.query.replay_share:
         _check_replays(cfg, env, plan)
     if cfg.feedback == "human" and env.render_problem is not None:
         raise ConfigError(

@@ -165,7 +165,7 @@ def build_trainer(
             replay.set_reward_fn(ENV_REWARD if reward_fn is None else reward_fn)
         return t
     t.prefs = open_preferences(cfg, run_dir, plan, device, rngs["feedback"], logger.message)
-    if cfg.query.replay_share > 0:
+    if cfg.query.replay_share:
         kwargs = cfg.env_kwargs_dict()
         t.replayer = Replayer(lambda: make_env(cfg.env_id, kwargs))
         cleanup.callback(t.replayer.close)

@@ -17,7 +17,8 @@ figures as the last line.
         Walker2d-v5 Ant-v5 Swimmer-v5
     .venv/bin/python scripts/bench_rlhf.py --quick                           # smoke check
     .venv/bin/python scripts/bench_rlhf.py --feedback-kind pairs ratings     # + 700 ratings
-    .venv/bin/python scripts/bench_rlhf.py --env-id Ant-v5 --init-log-std -1  # calmer start
+    .venv/bin/python scripts/bench_rlhf.py --env-id Ant-v5 --init-log-std 0 --replay-share 0
+                                        # Ant without its preset (rlhf/presets.py)
 
 Needs the bench extra (matplotlib): scripts/setup.sh bench
 """
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rlhf.presets import preset_for
 from rlhf.sweep import run_jobs
 from rlhf.sweep.worker import read_curve
 
@@ -53,11 +55,27 @@ class Job:
     labels: int
     init_log_std: float = 0.0
     """PPO's --init-log-std, the same for both modes."""
+    replay_share: float = 0.0
+    """RLHF's --query.replay-share (results saved before it existed ran without replays)."""
 
     @property
     def key(self) -> str:
+        """The result's file name: settings that differ from the general defaults are in it, so
+        a cached result is reused only for the same settings."""
         key = f"{self.env_id}__{self.mode}__{self.seed}__{self.steps}__{self.labels}"
-        return key if self.init_log_std == 0 else f"{key}__logstd{self.init_log_std:g}"
+        key += f"__logstd{self.init_log_std:g}" if self.init_log_std else ""
+        return key + (f"__replay{self.replay_share:g}" if self.replay_share else "")
+
+
+def _settings(
+    env_id: str, mode: str, log_std: float | None, share: float | None
+) -> tuple[float, float]:
+    """(--init-log-std, --query.replay-share) as ``rlhf train`` resolves them: a value not
+    given takes the env's preset (rlhf.presets); true-reward PPO asks for no labels."""
+    preset = preset_for(env_id)
+    log_std = preset.init_log_std if log_std is None else log_std
+    share = preset.replay_share if share is None else share
+    return log_std, 0.0 if mode == "ppo" else share
 
 
 @dataclass(frozen=True)
@@ -103,7 +121,7 @@ def _train(job: Job) -> Result:
             run_name="bench",
             progress=False,
             device="cpu",
-            query=QueryConfig(total_labels=job.labels),
+            query=QueryConfig(total_labels=job.labels, replay_share=job.replay_share),
             ppo=PPOConfig(init_log_std=job.init_log_std),
         )
         summary = run(cfg)
@@ -214,8 +232,16 @@ def main() -> None:
     parser.add_argument(
         "--init-log-std",
         type=float,
-        default=0.0,
-        help="PPO's initial log std of actions, for both PPO and RLHF (rlhf train --init-log-std)",
+        default=None,
+        help="PPO's initial log std of actions, for both PPO and RLHF (rlhf train"
+        " --init-log-std; default: the env's preset, -1 on Ant, else 0)",
+    )
+    parser.add_argument(
+        "--replay-share",
+        type=float,
+        default=None,
+        help="RLHF's share of replayed pairs (rlhf train --query.replay-share; default: the"
+        " env's preset, 0.3 on Ant, else 0)",
     )
     args = parser.parse_args()
     modes = ("ppo", *dict.fromkeys(KIND_MODES[k] for k in args.feedback_kind))
@@ -226,7 +252,14 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     plot = args.plot or ROOT / "readme_images" / f"rlhf_vs_ppo_{steps // 1000}k.png"
     jobs = [
-        Job(env_id, mode, seed, steps, labels, args.init_log_std)
+        Job(
+            env_id,
+            mode,
+            seed,
+            steps,
+            labels,
+            *_settings(env_id, mode, args.init_log_std, args.replay_share),
+        )
         for env_id in args.env_id
         for seed in seeds
         for mode in modes

@@ -1,0 +1,82 @@
+"""Per-env presets: unset settings take the env's value, flags win, a run stores what it used."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from rlhf.config import Config, PPOConfig, QueryConfig
+from rlhf.presets import DEFAULT, family, preset_for, with_preset
+from rlhf.runner import run
+from tests.helpers import tiny_config
+
+
+@pytest.mark.parametrize(
+    ("env_id", "name"),
+    [("Ant-v5", "Ant"), ("Ant-v4", "Ant"), ("Ant", "Ant"), ("ALE/Pong-v5", "ALE/Pong"),
+     ("AntMaze_UMaze-v5", "AntMaze_UMaze"), ("my-env-vX", "my-env-vX")],
+)  # fmt: skip
+def test_family_is_the_id_without_its_version(env_id: str, name: str) -> None:
+    assert family(env_id) == name
+
+
+def test_ant_takes_its_preset_and_says_so() -> None:
+    cfg, line = with_preset(Config(env_id="Ant-v5"))
+    assert (cfg.ppo.init_log_std, cfg.query.replay_share) == (-1.0, 0.3)
+    assert line is not None and "--init-log-std -1" in line
+    assert "--query.replay-share 0.3" in line and line.startswith("Ant preset:")
+
+
+def test_an_env_without_a_preset_gets_the_general_defaults_silently() -> None:
+    assert preset_for("Hopper-v5") == DEFAULT
+    cfg, line = with_preset(Config(env_id="Hopper-v5"))
+    assert (cfg.ppo.init_log_std, cfg.query.replay_share, line) == (0.0, 0.0, None)
+
+
+def test_a_flag_given_wins_over_the_preset() -> None:
+    given = Config(
+        env_id="Ant-v5", ppo=PPOConfig(init_log_std=0.0), query=QueryConfig(replay_share=0.1)
+    )
+    cfg, line = with_preset(given)
+    assert (cfg.ppo.init_log_std, cfg.query.replay_share) == (0.0, 0.1)
+    assert line is None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"reward": "env"}, (-1.0, 0.0)),  # the true-reward baseline starts as calm
+        ({"terminations": "standard"}, (-1.0, 0.0)),  # replays need a learned end
+        ({"algo": "sac"}, (0.0, 0.0)),  # PPO's settings: SAC has neither
+    ],
+)
+def test_replays_are_preset_only_where_they_can_run(
+    overrides: dict, expected: tuple[float, float]
+) -> None:
+    cfg, _ = with_preset(Config(env_id="Ant-v5", **overrides))
+    assert (cfg.ppo.init_log_std, cfg.query.replay_share) == expected
+
+
+def test_a_run_stores_the_preset_it_used_and_a_resume_keeps_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tiny_config(
+        tmp_path,
+        "Ant-v5",
+        total_timesteps=1024,
+        query=QueryConfig(total_labels=20, segment_length=10),
+    )
+    assert cfg.ppo.init_log_std is None and cfg.query.replay_share is None
+    first = run(cfg)
+    said = capsys.readouterr()
+    assert "Ant preset: --init-log-std -1" in said.out + said.err
+    stored = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert (stored["ppo"]["init_log_std"], stored["query"]["replay_share"]) == (-1.0, 0.3)
+    assert first.replay_steps > 0  # replayed pairs were asked for
+    more = dataclasses.replace(cfg.query, total_labels=40)
+    run(dataclasses.replace(cfg, resume=str(tmp_path / "run"), total_timesteps=2048, query=more))
+    stored = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert (stored["ppo"]["init_log_std"], stored["query"]["replay_share"]) == (-1.0, 0.3)
