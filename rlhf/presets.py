@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from rlhf.config import Config, flag
 
@@ -78,3 +79,20 @@ def with_preset(cfg: Config) -> tuple[Config, str | None]:
             f"{family(cfg.env_id)} preset: {', '.join(used)} ({preset.why}; set a flag to change)"
         )
     return dataclasses.replace(cfg, ppo=ppo, query=query), line
+
+
+def stored_without_presets(data: dict[str, Any]) -> dict[str, Any]:
+    """A stored ``config.json``'s data with the per-env settings it lacks at the general
+    defaults: a file without one was written before it existed, when every env ran with those
+    (so a resumed old Ant run does not start replaying mid-run)."""
+    if not isinstance(data, dict):
+        return data  # not a config: Config.from_dict says so in one line
+    out = dict(data)
+    for section, key, value in (
+        ("ppo", "init_log_std", DEFAULT.init_log_std),
+        ("query", "replay_share", DEFAULT.replay_share),
+    ):
+        part = out.get(section, {})
+        if isinstance(part, dict) and key not in part:  # anything else: from_dict says what
+            out[section] = {**part, key: value}
+    return out

@@ -10,6 +10,7 @@ import pytest
 
 from rlhf.config import Config, PPOConfig, QueryConfig
 from rlhf.presets import DEFAULT, family, preset_for, with_preset
+from rlhf.run_dir import read_config
 from rlhf.runner import run
 from tests.helpers import tiny_config
 
@@ -80,3 +81,13 @@ def test_a_run_stores_the_preset_it_used_and_a_resume_keeps_it(
     run(dataclasses.replace(cfg, resume=str(tmp_path / "run"), total_timesteps=2048, query=more))
     stored = json.loads((tmp_path / "run" / "config.json").read_text())
     assert (stored["ppo"]["init_log_std"], stored["query"]["replay_share"]) == (-1.0, 0.3)
+
+
+def test_a_stored_config_from_before_the_presets_keeps_the_general_defaults(
+    tmp_path: Path,
+) -> None:
+    data = Config(env_id="Ant-v5").to_dict()
+    del data["ppo"]["init_log_std"], data["query"]["replay_share"]  # as runs wrote them before
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    stored = read_config(tmp_path)
+    assert (stored.ppo.init_log_std, stored.query.replay_share) == (0.0, 0.0)
