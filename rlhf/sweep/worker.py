@@ -20,6 +20,7 @@ from typing import Any
 
 from rlhf.config import Config, ConfigError
 from rlhf.config_paths import get, leaf_paths
+from rlhf.presets import with_preset
 from rlhf.run_dir import RAISE_ONLY, SESSION_ONLY, read_config, resumed_config
 from rlhf.sweep.grid import Cell, shown
 from rlhf.sweep.spec import RESERVED, SpecError, key_name
@@ -69,19 +70,21 @@ def plan(cell: Cell) -> tuple[Action, Config]:
     root = cell.root
     if not (root / "checkpoints" / LAST_CHECKPOINT).is_file():
         return Action.FRESH, cell.config
+    # The stored config holds per-env settings as resolved (rlhf.presets); so must the spec's.
+    spec, _ = with_preset(cell.config)
     try:
         stored = read_config(root)
     except ConfigError as exc:
         raise SpecError(f"cell {cell.name}: {exc}") from None
     for path in leaf_paths(Config):
-        old, new = get(stored, path), get(cell.config, path)
+        old, new = get(stored, path), get(spec, path)
         free = path in SESSION_ONLY or path in RESERVED  # rlhf train --resume may change them
         if not (free or old == new or (path in RAISE_ONLY and new > old)):
             raise SpecError(
                 f"{root} ran with {key_name(path)} = {shown(old)} and the spec now says"
                 f" {shown(new)}: put it back, or use another --sweep-dir"
             )
-    config = resumed_config(root, stored, replace(cell.config, resume=str(root)))
+    config = resumed_config(root, stored, replace(spec, resume=str(root)))
     raised = any(get(config, p) != get(stored, p) for p in RAISE_ONLY)
     if _summary(root).get("status") == "finished" and not raised:
         return Action.SKIP, config
