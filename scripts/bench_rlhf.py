@@ -34,7 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rlhf.presets import preset_for
+from rlhf.config import Config, PPOConfig, QueryConfig
+from rlhf.presets import with_preset
 from rlhf.sweep import run_jobs
 from rlhf.sweep.worker import read_curve
 
@@ -70,12 +71,16 @@ class Job:
 def _settings(
     env_id: str, mode: str, log_std: float | None, share: float | None
 ) -> tuple[float, float]:
-    """(--init-log-std, --query.replay-share) as ``rlhf train`` resolves them: a value not
-    given takes the env's preset (rlhf.presets); true-reward PPO asks for no labels."""
-    preset = preset_for(env_id)
-    log_std = preset.init_log_std if log_std is None else log_std
-    share = preset.replay_share if share is None else share
-    return log_std, 0.0 if mode == "ppo" else share
+    """(--init-log-std, --query.replay-share) as ``rlhf train`` resolves them for this job: a
+    value not given takes the env's preset (rlhf.presets.with_preset decides, as in a run)."""
+    cfg = Config(
+        env_id=env_id,
+        reward="env" if mode == "ppo" else "learned",
+        ppo=PPOConfig(init_log_std=log_std),
+        query=QueryConfig(replay_share=share),
+    )
+    resolved, _ = with_preset(cfg)
+    return resolved.ppo.init_log_std or 0.0, resolved.query.replay_share or 0.0
 
 
 @dataclass(frozen=True)
@@ -105,7 +110,6 @@ def _job(args: tuple[Job, Path]) -> Result:
 def _train(job: Job) -> Result:
     import torch
 
-    from rlhf.config import Config, PPOConfig, QueryConfig
     from rlhf.runner import run
 
     torch.set_num_threads(1)

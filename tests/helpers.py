@@ -27,6 +27,17 @@ def tiny_config(tmp_path: Path, env_id: str, **kw) -> Config:
     return Config(**(base | kw))
 
 
+def tb_scalars(tb: Path, tag: str) -> list[tuple[int, float]]:
+    """(step, value) of every event of ``tag`` in a run's TensorBoard directory; [] if none."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tb), size_guidance={"scalars": 0})
+    acc.Reload()
+    if tag not in acc.Tags()["scalars"]:
+        return []
+    return [(event.step, event.value) for event in acc.Scalars(tag)]
+
+
 def random_states(env_id: str, steps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """MuJoCo (qpos, qvel) before each of ``steps`` random-action steps of a fresh env."""
     env = gym.make(env_id)

@@ -26,7 +26,7 @@ from rlhf.runner import run
 from rlhf.store import LabelStore
 from rlhf.types import Segment
 from tests import toy_env
-from tests.helpers import tiny_config
+from tests.helpers import tb_scalars, tiny_config
 
 TINY = "rlhf-test/TinyGoal-v0"
 DICT = "rlhf-test/DictObs-v0"
@@ -92,14 +92,6 @@ def _tiny(tmp_path: Path, env_id: str, **kw) -> Config:
     return tiny_config(tmp_path, env_id, **(small | kw))
 
 
-def _scalars(tb: Path, tag: str) -> list[float]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(tb), size_guidance={"scalars": 0})
-    acc.Reload()
-    return [e.value for e in acc.Scalars(tag)] if tag in acc.Tags()["scalars"] else []
-
-
 def test_the_wrapper_joins_observation_achieved_and_desired_goal_in_that_order() -> None:
     env = make_env(TINY)
     assert isinstance(env, FlatGoalObservation)
@@ -134,7 +126,7 @@ def test_a_goal_env_trains_and_reports_its_success_rate(tmp_path: Path, algo: st
     summary = run(_tiny(tmp_path, TINY, algo=algo, sac=sac))
     assert summary.status == "finished" and summary.labels_used > 0
     assert summary.final_success_rate is not None and 0.0 <= summary.final_success_rate <= 1.0
-    rates = _scalars(tmp_path / "run" / "tb", "charts/success_rate")
+    rates = [v for _, v in tb_scalars(tmp_path / "run" / "tb", "charts/success_rate")]
     assert rates and all(0.0 <= r <= 1.0 for r in rates)
     pair = (store := LabelStore(tmp_path / "run" / "labels.sqlite")).get_pair(
         store.labels()[0].pair_id
@@ -146,7 +138,7 @@ def test_a_goal_env_trains_and_reports_its_success_rate(tmp_path: Path, algo: st
 def test_an_env_without_success_logs_no_success_rate(tmp_path: Path) -> None:
     summary = run(_tiny(tmp_path, toy_env.ENV_ID))
     assert summary.final_success_rate is None
-    assert _scalars(tmp_path / "run" / "tb", "charts/success_rate") == []
+    assert tb_scalars(tmp_path / "run" / "tb", "charts/success_rate") == []
 
 
 def _skip_unless_runs(env_id: str) -> None:

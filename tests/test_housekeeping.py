@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from rlhf.cli import main
-from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig
+from rlhf.config import ConfigError, QueryConfig
 from rlhf.housekeeping import DAY, CleanRule, clean, scan
 from rlhf.run_dir import RunDir, is_trainer_running, trainer_lock
 from rlhf.runner import run
+from tests.helpers import tiny_config
 
 NOW = time.time()
 
@@ -168,16 +169,8 @@ def test_a_killed_trainer_leaves_no_stale_lock(tmp_path: Path) -> None:
 
 
 def test_a_real_run_is_listed_with_its_summary(tmp_path: Path) -> None:
-    cfg = Config(
-        env_id="Pendulum-v1",
-        total_timesteps=512,
-        feedback="synthetic",
-        runs_dir=str(tmp_path),
-        run_name="real",
-        progress=False,
-        ppo=PPOConfig(num_steps=512, num_minibatches=4, update_epochs=1),
-        query=QueryConfig(total_labels=8, segment_length=20),
-    )
+    query = QueryConfig(total_labels=8, segment_length=20)
+    cfg = tiny_config(tmp_path, "Pendulum-v1", run_name="real", query=query)
     summary = run(cfg)
     (info,) = scan(tmp_path)
     assert info.status == "finished" and info.labels == summary.labels_used > 0

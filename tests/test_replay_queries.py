@@ -16,7 +16,7 @@ from rlhf.replay_queries import NOISE_SCALES, Replayer
 from rlhf.runner import run
 from rlhf.store.records import unpack_segment
 from rlhf.types import Segment
-from tests.helpers import tiny_config
+from tests.helpers import tb_scalars, tiny_config
 
 
 def _recorded(env_id: str, steps: int, seed: int = 0) -> Segment:
@@ -70,14 +70,14 @@ def test_an_episode_that_ends_in_a_replay_is_padded_with_the_absorbing_state() -
         assert not seg.obs[-seg.absorbing :].any() and not seg.true_rewards[-seg.absorbing :].any()
 
 
+def _replaying(tmp_path: Path, steps: int) -> Config:
+    """A tiny Hopper run that replays half of the pairs it asks at once."""
+    query = QueryConfig(total_labels=40, segment_length=20, replay_share=0.5)
+    return tiny_config(tmp_path, "Hopper-v5", total_timesteps=steps, query=query)
+
+
 def test_a_run_asks_replayed_pairs_and_counts_their_steps(tmp_path: Path) -> None:
-    cfg = tiny_config(
-        tmp_path,
-        "Hopper-v5",
-        total_timesteps=4096,
-        query=QueryConfig(total_labels=40, segment_length=20, replay_share=0.5),
-    )
-    run(cfg)
+    run(_replaying(tmp_path, 4096))
     con = sqlite3.connect(tmp_path / "run" / "labels.sqlite")
     rows = con.execute(
         "select a.env_id, a.start_step, a.arrays, b.env_id, b.start_step, b.arrays"
@@ -90,21 +90,12 @@ def test_a_run_asks_replayed_pairs_and_counts_their_steps(tmp_path: Path) -> Non
         same_start += bool(np.array_equal(a.qpos[0], b.qpos[0]))
     # The first 25% come from the random policy; later rounds replay half of what they ask.
     assert 5 <= same_start < len(rows)
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(tmp_path / "run" / "tb"))
-    acc.Reload()
-    steps = [e.value for e in acc.Scalars("labels/replay_steps")]
-    assert steps[-1] >= 2 * 20 * 5
+    steps = tb_scalars(tmp_path / "run" / "tb", "labels/replay_steps")
+    assert steps[-1][1] >= 2 * 20 * 5
 
 
 def test_replay_steps_go_on_counting_after_resume(tmp_path: Path) -> None:
-    cfg = tiny_config(
-        tmp_path,
-        "Hopper-v5",
-        total_timesteps=2048,
-        query=QueryConfig(total_labels=40, segment_length=20, replay_share=0.5),
-    )
+    cfg = _replaying(tmp_path, 2048)
     first = run(cfg)
     assert first.replay_steps > 0
     more = dataclasses.replace(cfg.query, total_labels=80)  # so the second session asks too
@@ -112,11 +103,8 @@ def test_replay_steps_go_on_counting_after_resume(tmp_path: Path) -> None:
         dataclasses.replace(cfg, resume=str(tmp_path / "run"), total_timesteps=4096, query=more)
     )
     assert second.sessions == 2 and second.replay_steps > first.replay_steps
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(tmp_path / "run" / "tb"))
-    acc.Reload()
-    late = [e.value for e in acc.Scalars("labels/replay_steps") if e.step > 2048]
+    counts = tb_scalars(tmp_path / "run" / "tb", "labels/replay_steps")
+    late = [value for step, value in counts if step > 2048]
     assert late and min(late) > first.replay_steps
 
 

@@ -16,7 +16,7 @@ from rlhf.preflight import preflight
 from rlhf.render.video import render_pair_video
 from rlhf.runner import run
 from rlhf.store import LabelStore
-from tests.helpers import tiny_config
+from tests.helpers import tb_scalars, tiny_config
 
 FAMILY = [
     "HalfCheetah-v5",
@@ -158,15 +158,7 @@ def test_hopper_learns_to_stay_up_instead_of_ending_its_episodes(tmp_path: Path)
         reward_model=RewardConfig(retrain_growth=0.25),
     )
     run(cfg)
-    lengths = _scalars(tmp_path / "hopper" / "tb", "charts/episodic_length")
+    lengths = [v for _, v in tb_scalars(tmp_path / "hopper" / "tb", "charts/episodic_length")]
     random_policy, trained = np.mean(lengths[:50]), np.mean(lengths[-50:])
     assert random_policy < 30, random_policy
     assert trained >= max(random_policy, 125), (random_policy, trained)
-
-
-def _scalars(tb: Path, tag: str) -> list[float]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(tb), size_guidance={"scalars": 0})
-    acc.Reload()
-    return [event.value for event in acc.Scalars(tag)]
