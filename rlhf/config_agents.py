@@ -110,7 +110,8 @@ class SACConfig:
     relabel: bool = True
     """Keep each transition's learned reward and rescore the whole buffer when the reward is
     refitted (PEBBLE's way; the same rewards as scoring each minibatch when it is sampled, which
-    --sac.no-relabel does, at a sixth of the cost per step: scripts/bench_relabel.py)."""
+    --sac.no-relabel does, at a sixth of the cost per step: scripts/bench_relabel.py). Not used
+    with --sac.her, whose relabelled goals make every minibatch's rewards new."""
     her: bool = False
     """Hindsight experience replay for a goal-conditioned env: whole episodes are stored and
     each sampled transition's desired goal is, with probability k/(k+1) (k:

@@ -1,10 +1,9 @@
 // rlhf labelling page. Plain JS, no build step.
 //
 // Flow: the page holds the current pair (in the active <video>) and the next one (preloaded in the
-// standby <video>). An answer goes into an outbox and the standby video is swapped in at once, so
-// the next pair plays without waiting for the server. The outbox sends answers one at a time and
-// retries with backoff until the server acknowledges them; the server is idempotent by pair id,
-// so re-sending is always safe. Unsent answers are kept in localStorage across reloads.
+// standby <video>; player.js). An answer goes into the outbox (outbox.js), which sends it to the
+// server, and the standby video is swapped in at once, so the next pair plays without waiting
+// for the server.
 //
 // The end of a run: the server then says `closing` (for a grace period it hands out no pairs but
 // still stores answers). The page sends its outbox at once, shows the finished screen (built with
@@ -12,9 +11,13 @@
 // with this page's id in a header), so the server can stop as soon as every open page is done.
 //
 // An ES module (strict by default): dom.js holds the DOM helpers, status.js what the page says
-// about the trainer (task, when learning starts, pacing waits, ETA, the finished screen).
-import { $, setText } from "./dom.js";
-import { gradeOfKey, gradeText, isRating, renderGrades } from "./ratings.js";
+// about the trainer (task, when learning starts, pacing waits, ETA, the finished screen), keys.js
+// what each key does.
+import { $, setText, toast } from "./dom.js";
+import { keyCommand } from "./keys.js";
+import { createOutbox, MAX_RETRY_MS, randomId, readStorage } from "./outbox.js";
+import { createPlayer } from "./player.js";
+import { gradeText, isRating, renderGrades } from "./ratings.js";
 import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status.js";
 import { renderLabellers, startAgentView } from "./agent.js";
 
@@ -25,11 +28,7 @@ import { renderLabellers, startAgentView } from "./agent.js";
   const POLL_RENDERING_MS = 150; // ... while its video is being rendered
   const POLL_STATUS_MS = 2000;
   const MIN_VIEW_MS = 250; // a second key press this soon after a swap is a double press
-  const MAX_RETRY_MS = 10000;
-  const END_RETRY_MS = 250; // once the run has ended the server stays up only briefly
   const MAX_EXCLUDE = 100; // the server's limit on ?exclude=
-  // One outbox per link: named labellers sharing a browser never send each other's answers.
-  const OUTBOX_KEY = "rlhf.outbox." + location.host + linkTag(params.get("token"));
   const RATES = [0.25, 0.5, 1, 1.5, 2];
   const PAGE_ID = randomId(); // one per page load: two tabs are two pages to the server
   const ENDED_TITLES = {
@@ -43,28 +42,6 @@ import { renderLabellers, startAgentView } from "./agent.js";
     equal: "equally good",
     skip: "can't tell (skipped)",
   };
-
-  // A short tag of the link's token (FNV-1a), so the token itself is not written to storage.
-  function linkTag(token) {
-    if (!token) return "";
-    let h = 0x811c9dc5;
-    for (const c of token) h = Math.imul(h ^ c.charCodeAt(0), 0x01000193) >>> 0;
-    return "." + h.toString(16);
-  }
-
-  function randomId() {
-    const bytes = new Uint8Array(12);
-    crypto.getRandomValues(bytes); // works over plain http too, unlike crypto.randomUUID
-    return "p" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-  }
-
-  function readStorage(key) {
-    try {
-      return localStorage.getItem(key);
-    } catch (err) {
-      return null; // storage disabled: nothing was kept
-    }
-  }
 
   const state = {
     current: null, // {pair_id, video_url}
@@ -86,9 +63,16 @@ import { renderLabellers, startAgentView } from "./agent.js";
     ended: null, // the status that said the run is closing; no new answers from then on
     serverGone: false, // the server stopped answering after the run ended
   };
-  const timers = { fill: 0, pump: 0, status: 0 };
-  let active = $("video-a");
-  let standby = $("video-b");
+  const timers = { fill: 0, status: 0 };
+  const player = createPlayer(state, PREFETCH);
+  const outbox = createOutbox(state, params.get("token"), {
+    api,
+    deny,
+    onLabel: onLabelAnswer,
+    onUndo: onUndoAnswer,
+    drained: pollStatus,
+    render: renderOutbox,
+  });
 
   // -- server ------------------------------------------------------------------------------------
   async function api(method, path, body) {
@@ -115,56 +99,17 @@ import { renderLabellers, startAgentView } from "./agent.js";
     render();
   }
 
-  // -- videos --------------------------------------------------------------------------------------
-  function load(el, pair) {
-    el.dataset.pairId = String(pair.pair_id);
-    el.defaultPlaybackRate = state.rate;
-    el.src = pair.video_url;
-  }
-
-  function play(el) {
-    el.playbackRate = state.rate;
-    const p = el.play();
-    if (p) p.catch(() => {}); // interrupted by the next swap: harmless
-    renderPlayButton();
-  }
-
-  function swap() {
-    const old = active;
-    active = standby;
-    standby = old;
-    active.classList.replace("standby", "active");
-    old.classList.replace("active", "standby");
-    active.removeAttribute("aria-hidden");
-    old.setAttribute("aria-hidden", "true");
-    old.pause();
-  }
-
   function show(pair) {
     state.current = pair;
     state.shownAt = performance.now();
-    if (standby.dataset.pairId === String(pair.pair_id)) {
-      swap();
-    } else {
-      load(active, pair);
-    }
-    play(active);
-    preload();
+    player.show(pair);
+    player.preload(state.upcoming[0]);
     render();
   }
 
-  function preload() {
-    const next = state.upcoming[0];
-    if (!PREFETCH || !next || standby.dataset.pairId === String(next.pair_id)) return;
-    load(standby, next);
-  }
-
-  function onVideoError(event) {
-    const el = event.target;
-    if (!el.getAttribute("src")) return;
-    const id = Number(el.dataset.pairId);
-    state.failed.add(id);
-    if (el === active) render();
+  function onVideoError(pairId, isActive) {
+    state.failed.add(pairId);
+    if (isActive) render();
   }
 
   // -- pairs -----------------------------------------------------------------------------------------
@@ -182,7 +127,7 @@ import { renderLabellers, startAgentView } from "./agent.js";
     if (!state.current) show(pair);
     else {
       state.upcoming.push(pair);
-      preload();
+      player.preload(state.upcoming[0]);
     }
     return true;
   }
@@ -232,7 +177,7 @@ import { renderLabellers, startAgentView } from "./agent.js";
     if (next) show(next);
     else {
       state.current = null;
-      active.pause();
+      player.pause();
       state.waitingReason = "Loading the next pair...";
       render();
     }
@@ -259,66 +204,21 @@ import { renderLabellers, startAgentView } from "./agent.js";
     const op = { kind: "label", pair, answer: value, response_ms: Math.round(shownFor) };
     if (isRating(pair)) op.grade = value === "skip" ? null : grade;
     state.outbox.push(op);
-    saveOutbox();
+    outbox.save();
     advance();
-    pump();
+    outbox.pump();
   }
 
   function undo() {
     if (state.denied || state.ended) return;
-    const last = state.outbox[state.outbox.length - 1];
-    if (last && last.kind === "label" && !last.inFlight) {
-      // Not sent yet: take it back here, the server never saw it.
-      state.outbox.pop();
-      saveOutbox();
-      bringBack(last.pair);
-      toast("Undone: pair #" + last.pair.pair_id + " is back", "info");
+    const unsent = outbox.takeBackUnsent(); // the server never saw it: take it back here
+    if (unsent) {
+      bringBack(unsent.pair);
+      toast("Undone: pair #" + unsent.pair.pair_id + " is back", "info");
       return;
     }
     state.outbox.push({ kind: "undo" });
-    pump();
-  }
-
-  async function pump() {
-    clearTimeout(timers.pump);
-    if (state.sending || state.denied || state.outbox.length === 0) return renderOutbox();
-    const op = state.outbox[0];
-    state.sending = true;
-    op.inFlight = true;
-    let res;
-    try {
-      res =
-        op.kind === "label"
-          ? await api("POST", "/api/label", labelBody(op))
-          : await api("POST", "/api/undo", {});
-    } catch (err) {
-      res = null; // network failure: keep it queued
-    }
-    state.sending = false;
-    op.inFlight = false;
-    if (res && (res.status === 401 || res.status === 403)) return deny(res.data);
-    if (!res || res.status >= 500 || res.status === 429) return retryLater();
-    state.retryMs = 0;
-    state.outbox.shift();
-    saveOutbox();
-    if (op.kind === "label") onLabelAnswer(op, res);
-    else onUndoAnswer(res);
-    if (state.ended && state.outbox.length === 0) pollStatus(); // say "done" right away
-    pump();
-  }
-
-  function labelBody(op) {
-    const body = { pair_id: op.pair.pair_id, response_ms: op.response_ms };
-    if (op.grade !== undefined) body.grade = op.grade; // a clip's grade (null: skipped)
-    else body.answer = op.answer;
-    return body;
-  }
-
-  function retryLater() {
-    const backoff = Math.min(Math.max(500, state.retryMs * 2), MAX_RETRY_MS);
-    state.retryMs = state.ended && !state.serverGone ? END_RETRY_MS : backoff;
-    timers.pump = setTimeout(pump, state.retryMs);
-    renderOutbox();
+    outbox.pump();
   }
 
   function onLabelAnswer(op, res) {
@@ -348,27 +248,6 @@ import { renderLabellers, startAgentView } from "./agent.js";
       renderProgress();
     } else {
       toast(res.status === 409 ? "Nothing to undo" : "Undo failed: " + res.data.message, "info");
-    }
-  }
-
-  function saveOutbox() {
-    const labels = state.outbox
-      .filter((op) => op.kind === "label")
-      .map(({ pair, answer, response_ms, grade }) => ({ kind: "label", pair, answer, response_ms, grade }));
-    try {
-      if (labels.length) localStorage.setItem(OUTBOX_KEY, JSON.stringify(labels));
-      else localStorage.removeItem(OUTBOX_KEY);
-    } catch (err) {
-      /* storage full or disabled: the in-memory outbox still retries */
-    }
-  }
-
-  function restoreOutbox() {
-    try {
-      const saved = JSON.parse(readStorage(OUTBOX_KEY) || "[]");
-      if (Array.isArray(saved)) state.outbox = saved.filter((op) => op && op.pair && op.answer);
-    } catch (err) {
-      state.outbox = [];
     }
   }
 
@@ -403,12 +282,11 @@ import { renderLabellers, startAgentView } from "./agent.js";
     state.ended = s;
     if (first) {
       clearTimeout(timers.fill);
-      active.pause();
-      standby.pause();
+      player.stop();
       document.body.classList.add("ended");
       $("finished").hidden = false;
       state.retryMs = 0;
-      pump(); // unsent answers go now, not after a backoff wait
+      outbox.pump(); // unsent answers go now, not after a backoff wait
       if (state.outbox.length === 0) pollStatus(); // nothing to send: say "done" right away
     }
     renderFinished();
@@ -440,7 +318,6 @@ import { renderLabellers, startAgentView } from "./agent.js";
 
   // -- rendering -------------------------------------------------------------------------------------
 
-
   function overlayState() {
     if (state.denied) return ["error", state.denied];
     if (!state.current) return ["waiting", state.waitingReason];
@@ -469,103 +346,16 @@ import { renderLabellers, startAgentView } from "./agent.js";
     renderOutbox();
   }
 
-  function toast(text, kind = "ok", ms = 1800) {
-    const box = $("toasts");
-    box.replaceChildren(); // one line of room: the newest toast replaces the one before
-    const el = document.createElement("div");
-    el.className = "toast " + kind;
-    el.textContent = text;
-    box.append(el);
-    setTimeout(() => {
-      el.classList.add("fade");
-      setTimeout(() => el.remove(), 350);
-    }, ms);
-  }
-
-  // -- player controls -------------------------------------------------------------------------------
-  function togglePlay() {
-    if (!state.current) return;
-    if (active.paused) play(active);
-    else active.pause();
-    renderPlayButton();
-  }
-
-  function renderPlayButton() {
-    const paused = active.paused;
-    $("play-icon").textContent = paused ? "\u25b6" : "\u275a\u275a";
-    $("play").setAttribute("aria-label", paused ? "Play" : "Pause");
-  }
-
-  function setRate(rate) {
-    state.rate = rate;
-    try {
-      localStorage.setItem("rlhf.rate", String(rate));
-    } catch (err) {
-      /* private mode: the choice lasts for this page only */
-    }
-    for (const el of [active, standby]) {
-      el.defaultPlaybackRate = rate;
-      el.playbackRate = rate;
-    }
-    for (const b of document.querySelectorAll(".speed")) {
-      b.setAttribute("aria-pressed", String(Number(b.dataset.rate) === rate));
-    }
-  }
-
-  function tick() {
-    const d = active.duration;
-    if (state.current && Number.isFinite(d) && d > 0) {
-      if (!state.scrubbing) $("scrub").value = String(Math.round((active.currentTime / d) * 1000));
-      setText("time", active.currentTime.toFixed(1) + " / " + d.toFixed(1) + " s");
-    }
-    requestAnimationFrame(tick);
-  }
-
-  function onScrub() {
-    const d = active.duration;
-    if (Number.isFinite(d) && d > 0) active.currentTime = (Number($("scrub").value) / 1000) * d;
-  }
-
   // -- input ---------------------------------------------------------------------------------------
-  function keyAction(e) {
-    const tag = e.target.tagName;
-    const onRange = tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA";
-    const onButton = tag === "BUTTON";
-    const grade = onRange ? null : gradeOfKey(e.key, state.current);
-    if (grade !== null) return () => answer("grade", grade);
-    switch (e.key) {
-      case "ArrowLeft":
-        return onRange ? null : () => answer("left");
-      case "ArrowRight":
-        return onRange ? null : () => answer("right");
-      case "ArrowDown":
-        return onRange ? null : () => answer("equal");
-      case "=":
-        return () => answer("equal");
-      case " ":
-        // On a focused button Space presses that button, as everywhere else.
-        return onButton || onRange ? null : () => answer("skip");
-      case "s":
-      case "S":
-        return () => answer("skip");
-      case "Backspace":
-      case "u":
-      case "U":
-        return () => undo();
-      case "p":
-      case "P":
-        return () => togglePlay();
-      default:
-        return null;
-    }
-  }
-
   function onKeyDown(e) {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
-    const action = keyAction(e);
-    if (!action) return;
+    const command = keyCommand(e, state.current);
+    if (!command) return;
     e.preventDefault();
-    if (!e.repeat) action(); // holding a key must not label a run of pairs
+    if (e.repeat) return; // holding a key must not label a run of pairs
+    if (command.undo) undo();
+    else if (command.togglePlay) player.togglePlay();
+    else answer(command.answer, command.grade);
   }
 
   function bind() {
@@ -579,22 +369,7 @@ import { renderLabellers, startAgentView } from "./agent.js";
       b.addEventListener("click", () => answer(b.dataset.answer));
     }
     $("btn-undo").addEventListener("click", undo);
-    $("play").addEventListener("click", togglePlay);
-    for (const b of document.querySelectorAll(".speed")) {
-      b.addEventListener("click", () => setRate(Number(b.dataset.rate)));
-    }
-    const scrub = $("scrub");
-    scrub.addEventListener("input", onScrub);
-    scrub.addEventListener("pointerdown", () => (state.scrubbing = true));
-    scrub.addEventListener("pointerup", () => {
-      state.scrubbing = false;
-      scrub.blur(); // arrows label again after a drag
-    });
-    for (const el of [active, standby]) {
-      el.addEventListener("error", onVideoError);
-      el.addEventListener("play", renderPlayButton);
-      el.addEventListener("pause", renderPlayButton);
-    }
+    player.bind(onVideoError);
     window.addEventListener("beforeunload", (e) => {
       if (state.outbox.some((op) => op.kind === "label")) e.preventDefault();
     });
@@ -603,14 +378,12 @@ import { renderLabellers, startAgentView } from "./agent.js";
   function start() {
     if (!RATES.includes(state.rate)) state.rate = 1;
     bind();
-    setRate(state.rate);
-    restoreOutbox();
+    outbox.restore();
     render();
     fillQueue();
     pollStatus();
-    pump();
+    outbox.pump();
     startAgentView(api);
-    requestAnimationFrame(tick);
   }
 
   start();

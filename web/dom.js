@@ -19,3 +19,17 @@ export function duration(seconds) {
   if (m < 60) return m + " min";
   return Math.floor(m / 60) + " h " + String(m % 60).padStart(2, "0") + " min";
 }
+
+// One line of feedback at the bottom of the page; the newest replaces the one before.
+export function toast(text, kind = "ok", ms = 1800) {
+  const box = $("toasts");
+  box.replaceChildren();
+  const el = document.createElement("div");
+  el.className = "toast " + kind;
+  el.textContent = text;
+  box.append(el);
+  setTimeout(() => {
+    el.classList.add("fade");
+    setTimeout(() => el.remove(), 350);
+  }, ms);
+}

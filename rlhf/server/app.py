@@ -22,7 +22,18 @@ from rlhf.store import LabelStore
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024
-PAGE_FILES = ("index.html", "app.js", "agent.js", "dom.js", "ratings.js", "status.js", "style.css")
+PAGE_FILES = (
+    "index.html",
+    "app.js",
+    "agent.js",
+    "dom.js",
+    "keys.js",
+    "outbox.js",
+    "player.js",
+    "ratings.js",
+    "status.js",
+    "style.css",
+)
 
 
 def web_dir() -> Path:
