@@ -377,3 +377,41 @@ def _timed_stop(session: object, grace: float, took: list[float]) -> None:
     start = time.monotonic()
     session.stop(grace=grace)  # type: ignore[attr-defined]
     took.append(time.monotonic() - start)
+
+
+def test_key_rules_follow_focus(serve: Server, page: Page) -> None:
+    """keys.js, as the page loads it: arrows label unless a form control has focus, Space skips
+    unless a button or a form control has it (it presses or edits that), p plays, u undoes,
+    digits grade only a clip to rate and only on its scale."""
+    _, _, handle = serve(ready=1)
+    page.goto(handle.url)
+    commands = page.evaluate(
+        """async () => {
+          const { keyCommand } = await import('/static/keys.js');
+          const clip = { kind: 'rating', scale: { levels: 3 } };
+          const on = (tag, key, current = null) => keyCommand({ key, target: { tagName: tag } }, current);
+          return {
+            left: on('BODY', 'ArrowLeft'), leftOnRange: on('INPUT', 'ArrowLeft'),
+            down: on('BODY', 'ArrowDown'), space: on('BODY', ' '),
+            spaceOnButton: on('BUTTON', ' '), spaceOnRange: on('INPUT', ' '),
+            s: on('BUTTON', 's'), p: on('BODY', 'P'), u: on('BODY', 'Backspace'),
+            grade: on('BODY', '2', clip), offScale: on('BODY', '7', clip),
+            digitOnPair: on('BODY', '2', { kind: 'pair' }), other: on('BODY', 'x'),
+          };
+        }"""
+    )
+    assert commands == {
+        "left": {"answer": "left"},
+        "leftOnRange": None,
+        "down": {"answer": "equal"},
+        "space": {"answer": "skip"},
+        "spaceOnButton": None,
+        "spaceOnRange": None,
+        "s": {"answer": "skip"},
+        "p": {"togglePlay": True},
+        "u": {"undo": True},
+        "grade": {"answer": "grade", "grade": 2},
+        "offScale": None,
+        "digitOnPair": None,
+        "other": None,
+    }
