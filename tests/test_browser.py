@@ -415,3 +415,21 @@ def test_key_rules_follow_focus(serve: Server, page: Page) -> None:
         "digitOnPair": None,
         "other": None,
     }
+
+
+def test_playback_speed_is_kept_across_pages(serve: Server, page: Page) -> None:
+    """The speed a labeller picks plays the next page's videos too; a stored value that is
+    not one of the speed buttons' falls back to 1x."""
+    _, _, handle = serve(ready=2)
+    page.goto(handle.url)
+    _wait_playing(page, 1)
+    page.click('.speed[data-rate="1.5"]')
+    page.reload()
+    _wait_playing(page, 1)
+    assert page.get_attribute('.speed[data-rate="1.5"]', "aria-pressed") == "true"
+    assert page.evaluate("document.querySelector('video.active').playbackRate") == 1.5
+    page.evaluate("localStorage.setItem('rlhf.rate', '7')")
+    page.reload()
+    _wait_playing(page, 1)
+    assert page.get_attribute('.speed[data-rate="1"]', "aria-pressed") == "true"
+    assert page.evaluate("document.querySelector('video.active').playbackRate") == 1

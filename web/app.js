@@ -15,7 +15,7 @@
 // what each key does.
 import { $, setText, toast } from "./dom.js";
 import { keyCommand } from "./keys.js";
-import { createOutbox, MAX_RETRY_MS, randomId, readStorage } from "./outbox.js";
+import { createOutbox, MAX_RETRY_MS } from "./outbox.js";
 import { createPlayer } from "./player.js";
 import { gradeText, isRating, renderGrades } from "./ratings.js";
 import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status.js";
@@ -29,8 +29,14 @@ import { renderLabellers, startAgentView } from "./agent.js";
   const POLL_STATUS_MS = 2000;
   const MIN_VIEW_MS = 250; // a second key press this soon after a swap is a double press
   const MAX_EXCLUDE = 100; // the server's limit on ?exclude=
-  const RATES = [0.25, 0.5, 1, 1.5, 2];
   const PAGE_ID = randomId(); // one per page load: two tabs are two pages to the server
+
+  function randomId() {
+    const bytes = new Uint8Array(12);
+    crypto.getRandomValues(bytes); // works over plain http too, unlike crypto.randomUUID
+    return "p" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
   const ENDED_TITLES = {
     finished: "Training has finished",
     interrupted: "Training was interrupted",
@@ -58,7 +64,7 @@ import { renderLabellers, startAgentView } from "./agent.js";
     labelsDone: null,
     requested: null,
     total: null,
-    rate: Number(readStorage("rlhf.rate")) || 1,
+    rate: 1, // set by the player: the labeller's last choice
     scrubbing: false,
     ended: null, // the status that said the run is closing; no new answers from then on
     serverGone: false, // the server stopped answering after the run ended
@@ -376,7 +382,6 @@ import { renderLabellers, startAgentView } from "./agent.js";
   }
 
   function start() {
-    if (!RATES.includes(state.rate)) state.rate = 1;
     bind();
     outbox.restore();
     render();

@@ -10,6 +10,14 @@ export function setText(id, text) {
 
 export const fmt = new Intl.NumberFormat();
 
+export function readStorage(key) {
+  try {
+    return localStorage.getItem(key);
+  } catch (err) {
+    return null; // storage disabled: nothing was kept
+  }
+}
+
 // "1 h 05 min", "12 min", "40 s": an estimate, so no more precision than a person can use.
 export function duration(seconds) {
   if (!(seconds >= 0) || !Number.isFinite(seconds)) return "-";

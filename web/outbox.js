@@ -2,6 +2,8 @@
 // time and retried with backoff until the server answers; the server is idempotent by pair id,
 // so re-sending is always safe. Unsent answers are kept in localStorage across reloads, under a
 // key of their own per link, so named labellers sharing a browser never send each other's.
+import { readStorage } from "./dom.js";
+
 export const MAX_RETRY_MS = 10000;
 const END_RETRY_MS = 250; // once the run has ended the server stays up only briefly
 
@@ -11,20 +13,6 @@ function linkTag(token) {
   let h = 0x811c9dc5;
   for (const c of token) h = Math.imul(h ^ c.charCodeAt(0), 0x01000193) >>> 0;
   return "." + h.toString(16);
-}
-
-export function randomId() {
-  const bytes = new Uint8Array(12);
-  crypto.getRandomValues(bytes); // works over plain http too, unlike crypto.randomUUID
-  return "p" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-export function readStorage(key) {
-  try {
-    return localStorage.getItem(key);
-  } catch (err) {
-    return null; // storage disabled: nothing was kept
-  }
 }
 
 function labelBody(op) {

@@ -1,9 +1,15 @@
 // The two <video> elements: the active one plays the current pair, the standby one preloads the
 // next, and an answer swaps them, so the next pair plays without waiting for the network. Also
 // the player controls (play/pause, speed, scrub bar, time).
-import { $, setText } from "./dom.js";
+import { $, readStorage, setText } from "./dom.js";
 
+const RATES = [0.25, 0.5, 1, 1.5, 2]; // the speed buttons' data-rate values
+const RATE_KEY = "rlhf.rate"; // the labeller's speed, kept across pages
+
+// Sets state.rate to the speed the labeller chose last (1 if none, or not one of the buttons').
 export function createPlayer(state, prefetch) {
+  const saved = Number(readStorage(RATE_KEY));
+  state.rate = RATES.includes(saved) ? saved : 1;
   let active = $("video-a");
   let standby = $("video-b");
 
@@ -59,7 +65,7 @@ export function createPlayer(state, prefetch) {
   function setRate(rate) {
     state.rate = rate;
     try {
-      localStorage.setItem("rlhf.rate", String(rate));
+      localStorage.setItem(RATE_KEY, String(rate));
     } catch (err) {
       /* private mode: the choice lasts for this page only */
     }
