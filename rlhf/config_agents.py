@@ -57,6 +57,15 @@ class PPOConfig:
     """Normalise the policy's observations with running statistics (the reward model sees raw ones)."""
     norm_reward: bool = True
     """Scale the reward PPO trains on by a running std of the discounted return, then clip to +-10."""
+    end_value: Literal["zero", "absorbing"] = "zero"
+    """With a learned absorbing reward (--terminations absorbing): zero: PPO trains on the learned
+    reward minus the absorbing state's, so an episode's end is worth 0 and a step what it gains
+    over having ended, as with an env's reward and its healthy bonus; absorbing: on the learned
+    reward as it is, an end worth its absorbing reward forever (r_abs / (1 - gamma)). The two
+    differ by a constant, which PPO's reward scaling and value network do not ignore: see the
+    README (Walker2d-v5 and Hopper-v5 at 1M). Only once an episode has ended early: where none
+    does (HalfCheetah), no label has taught the absorbing reward, and the rewards stay as they
+    are."""
 
     def validate(self, check: Check) -> None:
         check(self.learning_rate > 0, "{ppo.learning_rate} must be > 0")

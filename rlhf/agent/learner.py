@@ -32,6 +32,7 @@ class PPOLearner:
         )
         self.obs_norm = ObsNormalizer(obs_dim, enabled=cfg.norm_obs)
         self.reward_scaler = RewardScaler(num_envs, cfg.gamma, enabled=cfg.norm_reward)
+        self.ends_seen = False  # has an episode ended early (a termination) in this run?
 
     def actor(self) -> NumpyActor:
         """A numpy snapshot of the current policy for the next rollout."""
@@ -54,9 +55,19 @@ class PPOLearner:
         """One PPO update on ``rollout`` with per-step ``rewards`` (T, N) from any reward function.
 
         ``absorbing_reward``: the reward of each step after a termination, when the reward
-        function defines one (a termination is then worth staying there forever); None: 0.
+        function defines one (a termination is then worth staying there forever; with
+        ``end_value`` zero, every reward is first counted from it, so an end is worth 0);
+        None: 0.
         """
         raw = rollout.raw
+        self.ends_seen |= bool((raw.terminated & raw.valid).any())
+        if absorbing_reward is not None and self.cfg.end_value == "zero" and self.ends_seen:
+            # Count from the absorbing state: the same returns up to a constant, but the reward
+            # scaler and the value network see what living gains over an end (--end-value).
+            # Not before an episode has ended: on an env that never ends one (HalfCheetah),
+            # no label has taught the absorbing reward, and it is an arbitrary constant.
+            rewards = rewards - np.float32(absorbing_reward)
+            absorbing_reward = 0.0
         scaled = self.reward_scaler(rewards, raw.dones, raw.valid)
         terminal_value = 0.0
         if absorbing_reward is not None:
@@ -107,6 +118,7 @@ class PPOLearner:
             "optimizer": self.optimizer.state_dict(),
             "obs_rms": self.obs_norm.rms.state_dict(),
             "reward_rms": self.reward_scaler.rms.state_dict(),
+            "ends_seen": self.ends_seen,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -114,3 +126,4 @@ class PPOLearner:
         self.optimizer.load_state_dict(state["optimizer"])
         self.obs_norm.load_state_dict(state["obs_rms"])
         self.reward_scaler.rms.load_state_dict(state["reward_rms"])
+        self.ends_seen = bool(state.get("ends_seen", False))  # older checkpoints: not kept

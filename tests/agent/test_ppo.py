@@ -109,3 +109,46 @@ def test_init_log_std_sets_the_starting_action_noise() -> None:
         actions = learner.actor().sample(obs, rng)
         # the mean head starts near 0, so the spread of the actions is the policy's std
         assert np.allclose(actions.std(axis=0), np.exp(log_std), rtol=0.03), log_std
+
+
+def _after_one_update(env_id: str, end_value: str, offset: float, absorbing: float) -> PPOLearner:
+    """PPO after one update on a 256-step rollout of ``env_id`` with a reward of ``offset + 1``
+    plus the first observation a step, and the given absorbing reward."""
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    envs = make_vec_env(env_id, 1, 0)
+    obs_dim, act_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
+    cfg = PPOConfig(num_steps=256, num_minibatches=4, update_epochs=1, end_value=end_value)
+    learner = PPOLearner(obs_dim, act_dim, 1, cfg, torch.device("cpu"))
+    rollout = RolloutCollector(envs, env_id, learner.obs_norm, 0).collect(
+        learner.actor(), cfg.num_steps, rng
+    )
+    envs.close()
+    rewards = (offset + 1.0 + rollout.raw.obs[..., 0]).astype(np.float32)  # not a constant
+    learner.learn(rollout, rewards, rng, absorbing_reward=absorbing)
+    return learner
+
+
+def _same(a: PPOLearner, b: PPOLearner) -> bool:
+    """Same parameters but for float rounding (0.3 + x + 0.7 is not always 1 + x)."""
+    pairs = zip(a.agent.parameters(), b.agent.parameters(), strict=True)
+    return max(float((x - y).abs().max().detach()) for x, y in pairs) < 1e-5
+
+
+def test_end_value_zero_counts_rewards_from_the_absorbing_state() -> None:
+    """--end-value zero: on Hopper (a random hopper falls within 256 steps), a learned reward of
+    r_abs + r a step trains PPO exactly as a reward of r with an end worth 0 (an env's reward);
+    with --end-value absorbing the offset stays. On HalfCheetah, whose episodes never end
+    early, the absorbing reward was never labelled: the rewards stay as they are."""
+    plain = _after_one_update("Hopper-v5", "absorbing", 0.0, 0.0)
+    shifted = _after_one_update("Hopper-v5", "zero", -0.7, -0.7)
+    as_is = _after_one_update("Hopper-v5", "absorbing", -0.7, -0.7)
+    assert shifted.ends_seen and _same(plain, shifted) and not _same(plain, as_is)
+    cheetah = _after_one_update("HalfCheetah-v5", "zero", -0.7, -0.7)
+    assert not cheetah.ends_seen
+    assert _same(cheetah, _after_one_update("HalfCheetah-v5", "absorbing", -0.7, -0.7))
+    assert not _same(cheetah, _after_one_update("HalfCheetah-v5", "absorbing", 0.0, 0.0))
+    # A resumed run goes on counting from the absorbing state.
+    resumed = PPOLearner(11, 3, 1, shifted.cfg, torch.device("cpu"))
+    resumed.load_state_dict(shifted.state_dict())
+    assert resumed.ends_seen
