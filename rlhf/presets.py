@@ -33,7 +33,7 @@ PRESETS: dict[str, Preset] = {
         init_log_std=-1.0,
         replay_share=0.3,
         why="at std 1 its control cost makes flailing worse than ending an episode, and its"
-        " labels tie action size to progress (1M steps, seeds 1-5: RLHF at 0.81 of PPO with"
+        " labels tie action size to progress (1M steps, seeds 1-3: RLHF at 1.05 of PPO with"
         " both; with neither it never moves forward)",
     ),
 }
@@ -81,16 +81,17 @@ def with_preset(cfg: Config) -> tuple[Config, str | None]:
     return dataclasses.replace(cfg, ppo=ppo, query=query), line
 
 
-def stored_without_presets(data: dict[str, Any]) -> dict[str, Any]:
-    """A stored ``config.json``'s data with the per-env settings it lacks at the general
-    defaults: a file without one was written before it existed, when every env ran with those
-    (so a resumed old Ant run does not start replaying mid-run)."""
+def stored_as_it_ran(data: dict[str, Any]) -> dict[str, Any]:
+    """A stored ``config.json``'s data with the settings it lacks at the values runs had before
+    they existed: the per-env ones at the general defaults (so a resumed old Ant run does not
+    start replaying mid-run), and PPO's end value at absorbing, the way before --end-value."""
     if not isinstance(data, dict):
         return data  # not a config: Config.from_dict says so in one line
     out = dict(data)
     for section, key, value in (
         ("ppo", "init_log_std", DEFAULT.init_log_std),
         ("query", "replay_share", DEFAULT.replay_share),
+        ("ppo", "end_value", "absorbing"),
     ):
         part = out.get(section, {})
         if isinstance(part, dict) and key not in part:  # anything else: from_dict says what

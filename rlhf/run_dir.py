@@ -14,7 +14,7 @@ from pathlib import Path
 from rlhf.config import Config, ConfigError, check_run_name, flag
 from rlhf.config_paths import get, leaf_paths
 from rlhf.fsutil import remove_orphan_temps, replace_atomic
-from rlhf.presets import stored_without_presets
+from rlhf.presets import stored_as_it_ran
 
 SESSION_ONLY = frozenset(
     {
@@ -141,7 +141,7 @@ def read_config(path: str | Path) -> Config:
     except ValueError as exc:
         raise ConfigError(f"--resume {path}: config.json is not valid JSON ({exc})") from None
     try:
-        return Config.from_dict(stored_without_presets(data))
+        return Config.from_dict(stored_as_it_ran(data))
     except ConfigError as exc:
         raise ConfigError(f"--resume {path}: config.json: {exc}") from None
 

@@ -88,6 +88,9 @@ def test_a_stored_config_from_before_the_presets_keeps_the_general_defaults(
 ) -> None:
     data = Config(env_id="Ant-v5").to_dict()
     del data["ppo"]["init_log_std"], data["query"]["replay_share"]  # as runs wrote them before
+    del data["ppo"]["end_value"]  # ... and before --end-value
     (tmp_path / "config.json").write_text(json.dumps(data))
     stored = read_config(tmp_path)
     assert (stored.ppo.init_log_std, stored.query.replay_share) == (0.0, 0.0)
+    assert stored.ppo.end_value == "absorbing"  # a resumed old run goes on as it ran
+    assert Config().ppo.end_value == "zero"  # a new one gets today's default
