@@ -19,6 +19,7 @@ figures as the last line.
     .venv/bin/python scripts/bench_rlhf.py --feedback-kind pairs ratings     # + 700 ratings
     .venv/bin/python scripts/bench_rlhf.py --env-id Ant-v5 --init-log-std 0 --replay-share 0
                                         # Ant without its preset (rlhf/presets.py)
+    .venv/bin/python scripts/bench_rlhf.py --end-value absorbing  # as before --end-value zero
 
 Needs the bench extra (matplotlib): scripts/setup.sh bench
 """
@@ -58,13 +59,18 @@ class Job:
     """PPO's --init-log-std, the same for both modes."""
     replay_share: float = 0.0
     """RLHF's --query.replay-share (results saved before it existed ran without replays)."""
+    end_value: str = "absorbing"
+    """RLHF's --end-value (results saved before it existed ran with absorbing; PPO on the true
+    reward has no learned end, so its jobs keep absorbing and their results stay valid)."""
 
     @property
     def key(self) -> str:
-        """The result's file name: settings that differ from the general defaults are in it, so
-        a cached result is reused only for the same settings."""
+        """The result's file name: settings that differ from the general defaults (or, for the
+        end value, from what results saved before it ran with) are in it, so a cached result is
+        reused only for the same settings."""
         key = f"{self.env_id}__{self.mode}__{self.seed}__{self.steps}__{self.labels}"
         key += f"__logstd{self.init_log_std:g}" if self.init_log_std else ""
+        key += f"__end{self.end_value}" if self.end_value != "absorbing" else ""
         return key + (f"__replay{self.replay_share:g}" if self.replay_share else "")
 
 
@@ -126,7 +132,7 @@ def _train(job: Job) -> Result:
             progress=False,
             device="cpu",
             query=QueryConfig(total_labels=job.labels, replay_share=job.replay_share),
-            ppo=PPOConfig(init_log_std=job.init_log_std),
+            ppo=PPOConfig(init_log_std=job.init_log_std, end_value=job.end_value),  # type: ignore[arg-type]
         )
         summary = run(cfg)
         curve = list(read_curve(Path(runs) / "bench" / "tb"))
@@ -241,6 +247,13 @@ def main() -> None:
         " --init-log-std; default: the env's preset, -1 on Ant, else 0)",
     )
     parser.add_argument(
+        "--end-value",
+        choices=("zero", "absorbing"),
+        default="zero",
+        help="RLHF's value of an episode's end (rlhf train --end-value; absorbing: as before"
+        " it existed)",
+    )
+    parser.add_argument(
         "--replay-share",
         type=float,
         default=None,
@@ -263,6 +276,7 @@ def main() -> None:
             steps,
             labels,
             *_settings(env_id, mode, args.init_log_std, args.replay_share),
+            "absorbing" if mode == "ppo" else args.end_value,
         )
         for env_id in args.env_id
         for seed in seeds
