@@ -142,7 +142,7 @@ class QueryConfig:
     action noise scaled by 0.3 and by 1.5, so the two differ in what acting costs more than in
     progress (rlhf/replay_queries.py). PPO on MuJoCo envs only; their env steps are counted in
     labels/replay_steps, not in --total-timesteps. Default: the env's preset (0.3 on Ant, where
-    it lifted RLHF from 0.52 to 0.81 of PPO at 1M, and to 1.05 with --end-value zero;
+    it lifted RLHF from 0.52 to 0.81 of PPO at 1M, and to 0.95 with --end-value zero;
     rlhf/presets.py), else 0 (it costs Walker2d and Swimmer: see the README)."""
 
     def validate(self) -> None:

@@ -33,7 +33,7 @@ PRESETS: dict[str, Preset] = {
         init_log_std=-1.0,
         replay_share=0.3,
         why="at std 1 its control cost makes flailing worse than ending an episode, and its"
-        " labels tie action size to progress (1M steps, seeds 1-3: RLHF at 1.05 of PPO with"
+        " labels tie action size to progress (1M steps, seeds 1-5: RLHF at 0.95 of PPO with"
         " both; with neither it never moves forward)",
     ),
 }
