@@ -32,6 +32,7 @@ import statistics
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class Job:
     """PPO's --init-log-std, the same for both modes."""
     replay_share: float = 0.0
     """RLHF's --query.replay-share (results saved before it existed ran without replays)."""
-    end_value: str = "absorbing"
+    end_value: Literal["zero", "absorbing"] = "absorbing"
     """RLHF's --end-value (results saved before it existed ran with absorbing; PPO on the true
     reward has no learned end, so its jobs keep absorbing and their results stay valid)."""
 
@@ -132,7 +133,7 @@ def _train(job: Job) -> Result:
             progress=False,
             device="cpu",
             query=QueryConfig(total_labels=job.labels, replay_share=job.replay_share),
-            ppo=PPOConfig(init_log_std=job.init_log_std, end_value=job.end_value),  # type: ignore[arg-type]
+            ppo=PPOConfig(init_log_std=job.init_log_std, end_value=job.end_value),
         )
         summary = run(cfg)
         curve = list(read_curve(Path(runs) / "bench" / "tb"))

@@ -3,13 +3,13 @@
 // the player controls (play/pause, speed, scrub bar, time).
 import { $, readStorage, setText } from "./dom.js";
 
-const RATES = [0.25, 0.5, 1, 1.5, 2]; // the speed buttons' data-rate values
 const RATE_KEY = "rlhf.rate"; // the labeller's speed, kept across pages
 
 // Sets state.rate to the speed the labeller chose last (1 if none, or not one of the buttons').
 export function createPlayer(state, prefetch) {
+  const rates = Array.from(document.querySelectorAll(".speed"), (b) => Number(b.dataset.rate));
   const saved = Number(readStorage(RATE_KEY));
-  state.rate = RATES.includes(saved) ? saved : 1;
+  state.rate = rates.includes(saved) ? saved : 1;
   let active = $("video-a");
   let standby = $("video-b");
 
