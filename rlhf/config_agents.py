@@ -66,6 +66,12 @@ class PPOConfig:
     README (Walker2d-v5 and Hopper-v5 at 1M). Only once an episode has ended early: where none
     does (HalfCheetah), no label has taught the absorbing reward, and the rewards stay as they
     are."""
+    end_margin: Annotated[float | None, tyro.conf.arg(metavar="FLOAT")] = None
+    """With a learned absorbing reward: an episode's end counts this much below it per step, in
+    units of the learned reward (its members are standardised over the labelled steps), so
+    each step alive gains this much more over an end than the labels alone say. Default: the
+    env's preset (0.3 on Hopper: at 300k steps, 6 seeds, RLHF at 0.99 of PPO instead of 0.73;
+    rlhf/presets.py), else 0 (on Walker2d-v5 both +0.3 and -0.2 cost it: see the README)."""
 
     def validate(self, check: Check) -> None:
         check(self.learning_rate > 0, "{ppo.learning_rate} must be > 0")

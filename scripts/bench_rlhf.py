@@ -20,6 +20,7 @@ figures as the last line.
     .venv/bin/python scripts/bench_rlhf.py --env-id Ant-v5 --init-log-std 0 --replay-share 0
                                         # Ant without its preset (rlhf/presets.py)
     .venv/bin/python scripts/bench_rlhf.py --end-value absorbing  # as before --end-value zero
+    .venv/bin/python scripts/bench_rlhf.py --env-id Hopper-v5 --end-margin 0  # without its preset
 
 Needs the bench extra (matplotlib): scripts/setup.sh bench
 """
@@ -63,6 +64,8 @@ class Job:
     end_value: Literal["zero", "absorbing"] = "absorbing"
     """RLHF's --end-value (results saved before it existed ran with absorbing; PPO on the true
     reward has no learned end, so its jobs keep absorbing and their results stay valid)."""
+    end_margin: float = 0.0
+    """RLHF's --end-margin (results saved before it existed ran with 0)."""
 
     @property
     def key(self) -> str:
@@ -72,22 +75,28 @@ class Job:
         key = f"{self.env_id}__{self.mode}__{self.seed}__{self.steps}__{self.labels}"
         key += f"__logstd{self.init_log_std:g}" if self.init_log_std else ""
         key += f"__end{self.end_value}" if self.end_value != "absorbing" else ""
+        key += f"__margin{self.end_margin:g}" if self.end_margin else ""
         return key + (f"__replay{self.replay_share:g}" if self.replay_share else "")
 
 
 def _settings(
-    env_id: str, mode: str, log_std: float | None, share: float | None
-) -> tuple[float, float]:
-    """(--init-log-std, --query.replay-share) as ``rlhf train`` resolves them for this job: a
-    value not given takes the env's preset (rlhf.presets.with_preset decides, as in a run)."""
+    env_id: str, mode: str, log_std: float | None, share: float | None, margin: float | None
+) -> dict[str, float]:
+    """--init-log-std, --query.replay-share and --end-margin as ``rlhf train`` resolves them for
+    this job: a value not given takes the env's preset (rlhf.presets.with_preset decides, as in
+    a run)."""
     cfg = Config(
         env_id=env_id,
         reward="env" if mode == "ppo" else "learned",
-        ppo=PPOConfig(init_log_std=log_std),
+        ppo=PPOConfig(init_log_std=log_std, end_margin=margin),
         query=QueryConfig(replay_share=share),
     )
     resolved, _ = with_preset(cfg)
-    return resolved.ppo.init_log_std or 0.0, resolved.query.replay_share or 0.0
+    return {
+        "init_log_std": resolved.ppo.init_log_std or 0.0,
+        "replay_share": resolved.query.replay_share or 0.0,
+        "end_margin": resolved.ppo.end_margin or 0.0,
+    }
 
 
 @dataclass(frozen=True)
@@ -133,7 +142,9 @@ def _train(job: Job) -> Result:
             progress=False,
             device="cpu",
             query=QueryConfig(total_labels=job.labels, replay_share=job.replay_share),
-            ppo=PPOConfig(init_log_std=job.init_log_std, end_value=job.end_value),
+            ppo=PPOConfig(
+                init_log_std=job.init_log_std, end_value=job.end_value, end_margin=job.end_margin
+            ),
         )
         summary = run(cfg)
         curve = list(read_curve(Path(runs) / "bench" / "tb"))
@@ -255,6 +266,13 @@ def main() -> None:
         " it existed)",
     )
     parser.add_argument(
+        "--end-margin",
+        type=float,
+        default=None,
+        help="how far below its learned reward RLHF counts an episode's end, per step (rlhf"
+        " train --end-margin; default: the env's preset, 0.3 on Hopper, else 0)",
+    )
+    parser.add_argument(
         "--replay-share",
         type=float,
         default=None,
@@ -276,8 +294,8 @@ def main() -> None:
             seed,
             steps,
             labels,
-            *_settings(env_id, mode, args.init_log_std, args.replay_share),
-            "absorbing" if mode == "ppo" else args.end_value,
+            end_value="absorbing" if mode == "ppo" else args.end_value,
+            **_settings(env_id, mode, args.init_log_std, args.replay_share, args.end_margin),
         )
         for env_id in args.env_id
         for seed in seeds

@@ -32,9 +32,26 @@ def test_ant_takes_its_preset_and_says_so() -> None:
 
 
 def test_an_env_without_a_preset_gets_the_general_defaults_silently() -> None:
-    assert preset_for("Hopper-v5") == DEFAULT
-    cfg, line = with_preset(Config(env_id="Hopper-v5"))
+    assert preset_for("Walker2d-v5") == DEFAULT
+    cfg, line = with_preset(Config(env_id="Walker2d-v5"))
     assert (cfg.ppo.init_log_std, cfg.query.replay_share, line) == (0.0, 0.0, None)
+    assert cfg.ppo.end_margin == 0.0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "margin"),
+    [
+        ({}, 0.3),  # a learned reward with an absorbing end: what the preset is for
+        ({"reward": "env"}, 0.0),  # the true-reward baseline has no learned end to move
+        ({"terminations": "fixed-horizon"}, 0.0),  # no end at all
+        ({"algo": "sac"}, 0.0),  # a PPO setting
+        ({"ppo": PPOConfig(end_margin=0.0)}, 0.0),  # a flag given wins
+    ],
+)
+def test_hopper_counts_an_end_below_its_learned_reward(overrides: dict, margin: float) -> None:
+    cfg, line = with_preset(Config(env_id="Hopper-v5", **overrides))
+    assert cfg.ppo.end_margin == margin
+    assert (line is not None and line.startswith("Hopper preset: --end-margin 0.3")) == bool(margin)
 
 
 def test_a_flag_given_wins_over_the_preset() -> None:
@@ -88,9 +105,10 @@ def test_a_stored_config_from_before_the_presets_keeps_the_general_defaults(
 ) -> None:
     data = Config(env_id="Ant-v5").to_dict()
     del data["ppo"]["init_log_std"], data["query"]["replay_share"]  # as runs wrote them before
-    del data["ppo"]["end_value"]  # ... and before --end-value
+    del data["ppo"]["end_value"], data["ppo"]["end_margin"]  # ... and before --end-value
     (tmp_path / "config.json").write_text(json.dumps(data))
     stored = read_config(tmp_path)
     assert (stored.ppo.init_log_std, stored.query.replay_share) == (0.0, 0.0)
     assert stored.ppo.end_value == "absorbing"  # a resumed old run goes on as it ran
+    assert stored.ppo.end_margin == 0.0
     assert Config().ppo.end_value == "zero"  # a new one gets today's default

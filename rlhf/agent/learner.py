@@ -55,19 +55,21 @@ class PPOLearner:
         """One PPO update on ``rollout`` with per-step ``rewards`` (T, N) from any reward function.
 
         ``absorbing_reward``: the reward of each step after a termination, when the reward
-        function defines one (a termination is then worth staying there forever; with
-        ``end_value`` zero, every reward is first counted from it, so an end is worth 0);
-        None: 0.
+        function defines one, less ``end_margin`` (a termination is then worth staying there
+        forever; with ``end_value`` zero, every reward is first counted from it, so an end is
+        worth 0); None: 0.
         """
         raw = rollout.raw
         self.ends_seen |= bool((raw.terminated & raw.valid).any())
-        if absorbing_reward is not None and self.cfg.end_value == "zero" and self.ends_seen:
-            # Count from the absorbing state: the same returns up to a constant, but the reward
-            # scaler and the value network see what living gains over an end (--end-value).
+        if absorbing_reward is not None and self.ends_seen:
             # Not before an episode has ended: on an env that never ends one (HalfCheetah),
             # no label has taught the absorbing reward, and it is an arbitrary constant.
-            rewards = rewards - np.float32(absorbing_reward)
-            absorbing_reward = 0.0
+            absorbing_reward -= self.cfg.end_margin or 0.0  # --end-margin
+            if self.cfg.end_value == "zero":
+                # Count from the end: the same returns up to a constant, but the reward scaler
+                # and the value network see what living gains over an end (--end-value).
+                rewards = rewards - np.float32(absorbing_reward)
+                absorbing_reward = 0.0
         scaled = self.reward_scaler(rewards, raw.dones, raw.valid)
         terminal_value = 0.0
         if absorbing_reward is not None:

@@ -111,14 +111,18 @@ def test_init_log_std_sets_the_starting_action_noise() -> None:
         assert np.allclose(actions.std(axis=0), np.exp(log_std), rtol=0.03), log_std
 
 
-def _after_one_update(env_id: str, end_value: str, offset: float, absorbing: float) -> PPOLearner:
+def _after_one_update(
+    env_id: str, end_value: str, offset: float, absorbing: float, margin: float = 0.0
+) -> PPOLearner:
     """PPO after one update on a 256-step rollout of ``env_id`` with a reward of ``offset + 1``
-    plus the first observation a step, and the given absorbing reward."""
+    plus the first observation a step, and the given absorbing reward and end margin."""
     rng = np.random.default_rng(0)
     torch.manual_seed(0)
     envs = make_vec_env(env_id, 1, 0)
     obs_dim, act_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
-    cfg = PPOConfig(num_steps=256, num_minibatches=4, update_epochs=1, end_value=end_value)
+    cfg = PPOConfig(
+        num_steps=256, num_minibatches=4, update_epochs=1, end_value=end_value, end_margin=margin
+    )
     learner = PPOLearner(obs_dim, act_dim, 1, cfg, torch.device("cpu"))
     rollout = RolloutCollector(envs, env_id, learner.obs_norm, 0).collect(
         learner.actor(), cfg.num_steps, rng
@@ -152,3 +156,16 @@ def test_end_value_zero_counts_rewards_from_the_absorbing_state() -> None:
     resumed = PPOLearner(11, 3, 1, shifted.cfg, torch.device("cpu"))
     resumed.load_state_dict(shifted.state_dict())
     assert resumed.ends_seen
+
+
+def test_end_margin_counts_an_end_below_the_absorbing_reward() -> None:
+    """--end-margin m: every step gains m over an end. With --end-value zero a reward of r_abs + r
+    trains PPO as r + m with an end worth 0; with absorbing, an end worth r_abs - m forever is
+    the same as lowering the absorbing reward by m. Without early ends, nothing changes."""
+    plain = _after_one_update("Hopper-v5", "absorbing", 0.3, 0.0)
+    assert _same(plain, _after_one_update("Hopper-v5", "zero", -0.7, -0.7, margin=0.3))
+    assert not _same(plain, _after_one_update("Hopper-v5", "zero", -0.7, -0.7))
+    lowered = _after_one_update("Hopper-v5", "absorbing", 0.0, 0.0)
+    assert _same(lowered, _after_one_update("Hopper-v5", "absorbing", 0.0, 0.3, margin=0.3))
+    cheetah = _after_one_update("HalfCheetah-v5", "zero", -0.7, -0.7)
+    assert _same(cheetah, _after_one_update("HalfCheetah-v5", "zero", -0.7, -0.7, margin=0.3))
