@@ -135,9 +135,9 @@ def test_env_kwargs_reach_the_env(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("end_value", "seed"), [("absorbing", 1), ("zero", 3)])
+@pytest.mark.parametrize(("end_value", "margin"), [("absorbing", 0.0), ("zero", None)])
 def test_hopper_learns_to_stay_up_instead_of_ending_its_episodes(
-    tmp_path: Path, end_value: str, seed: int
+    tmp_path: Path, end_value: str, margin: float | None
 ) -> None:
     """The learned reward never sees a termination, so standard episodes leak the reward's sign
     into the policy. With the absorbing state, 60k steps from 100 oracle labels teach Hopper to
@@ -150,19 +150,20 @@ def test_hopper_learns_to_stay_up_instead_of_ending_its_episodes(
     342 on mujoco 3.3.7 (the goals extra's), so the bar is 125, above every failing result.
 
     These figures were measured with PPO valuing an end as the learned absorbing reward forever
-    (--end-value absorbing). With the default --end-value zero (the same reward up to a
+    (--end-value absorbing, no --end-margin). With --end-value zero (the same reward up to a
     constant) this budget keeps Hopper up for 109, 127 and 218 steps on seeds 1-3: above the
-    random policy, but seed 1 not above the standard env's 116, so that case runs seed 3 (the
-    standard env: 105, the code before absorbing states: 75)."""
+    random policy, but seed 1 not above the standard env's 116. Hopper's preset (--end-margin
+    0.3, the default case here) lifts them to 335, 176 and 302 (seed 1 with --end-value
+    absorbing: 315)."""
     cfg = Config(
         env_id="Hopper-v5",
         total_timesteps=60 * 1024,
-        seed=seed,
+        seed=1,
         feedback="synthetic",
         runs_dir=str(tmp_path),
         run_name="hopper",
         progress=False,
-        ppo=PPOConfig(num_steps=1024, end_value=end_value),
+        ppo=PPOConfig(num_steps=1024, end_value=end_value, end_margin=margin),
         query=QueryConfig(total_labels=100, segment_length=50),
         reward_model=RewardConfig(retrain_growth=0.25),
     )
