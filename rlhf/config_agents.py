@@ -7,6 +7,7 @@ names the flag exactly as ``--help`` spells it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -84,6 +85,9 @@ class PPOConfig:
         check(self.clip_coef > 0, "{ppo.clip_coef} must be > 0")
         check(self.max_grad_norm > 0, "{ppo.max_grad_norm} must be > 0")
         check(self.hidden_size >= 1, "{ppo.hidden_size} must be >= 1")
+        # nan or inf would reach every reward PPO sees and train on garbage without a word
+        finite = self.end_margin is None or math.isfinite(self.end_margin)
+        check(finite, "{ppo.end_margin} must be a finite number")
 
 
 @dataclass(frozen=True)
