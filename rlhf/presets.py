@@ -72,6 +72,18 @@ def learned_end(cfg: Config) -> bool:
     return cfg.algo == "ppo" and cfg.reward == "learned" and cfg.termination_mode == "absorbing"
 
 
+def idle_settings(cfg: Config) -> list[str]:
+    """One line for each setting given that this run has nothing to apply to (accepted, so a
+    sweep may set it across algorithms, but never silently)."""
+    margin = cfg.ppo.end_margin
+    if margin is None or margin == 0 or learned_end(cfg):
+        return []
+    return [
+        f"{flag('ppo.end_margin')} {margin:g} does nothing here: it moves the end of an episode"
+        f" that PPO learns with {flag('reward')} learned and {flag('terminations')} absorbing"
+    ]
+
+
 def with_preset(cfg: Config) -> tuple[Config, str | None]:
     """``cfg`` with its unset per-env settings filled, and the line that says which came from
     the env's preset (None when none did)."""

@@ -30,7 +30,7 @@ from rlhf.logger import Logger
 from rlhf.loop import final_reward_round, train
 from rlhf.offpolicy import train_offpolicy
 from rlhf.preflight import preflight
-from rlhf.presets import with_preset
+from rlhf.presets import idle_settings, with_preset
 from rlhf.run_dir import (
     RunDir,
     busy,
@@ -72,6 +72,7 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
     """
     cfg.validate()
     cfg = _absolute_paths(cfg)  # config.json must name the same files from any directory
+    idle = idle_settings(cfg)
     cfg, preset = with_preset(cfg)  # stored as used, so a resume keeps it
     plan = preflight(cfg)  # what cannot work is one line, before a run directory exists
     torch.set_num_threads(cfg.torch_threads)
@@ -96,8 +97,8 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
             write_config(run_dir, cfg)  # the budget may have been raised
         logger = Logger(run_dir.tb, total, cfg.progress, start_step=progress.env_steps)
         cleanup.callback(logger.close)
-        if preset is not None:
-            logger.message(preset)
+        for line in ([preset] if preset else []) + idle:
+            logger.message(line)
         stop = cleanup.enter_context(StopSignals(logger.message))
         t = build_trainer(cfg, plan, run_dir, logger, stop, progress, reward_fn, cleanup)
         if state is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlhf.config import Config, PPOConfig, QueryConfig
-from rlhf.presets import DEFAULT, family, preset_for, with_preset
+from rlhf.presets import DEFAULT, family, idle_settings, preset_for, with_preset
 from rlhf.run_dir import read_config
 from rlhf.runner import run
 from tests.helpers import tiny_config
@@ -52,6 +52,24 @@ def test_hopper_counts_an_end_below_its_learned_reward(overrides: dict, margin: 
     cfg, line = with_preset(Config(env_id="Hopper-v5", **overrides))
     assert cfg.ppo.end_margin == margin
     assert (line is not None and line.startswith("Hopper preset: --end-margin 0.3")) == bool(margin)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "idle"),
+    [
+        ({}, False),  # a learned absorbing end: the margin moves it
+        ({"reward": "env"}, True),
+        ({"terminations": "fixed-horizon"}, True),
+        ({"algo": "sac"}, True),
+        ({"ppo": PPOConfig(end_margin=0.0)}, False),  # 0 changes nothing anywhere
+        ({"ppo": PPOConfig()}, False),  # not given: the preset decides, silently
+    ],
+)
+def test_a_margin_given_where_it_does_nothing_says_so(overrides: dict, idle: bool) -> None:
+    cfg = Config(env_id="Hopper-v5", **{"ppo": PPOConfig(end_margin=0.3), **overrides})
+    lines = idle_settings(cfg)
+    assert bool(lines) == idle
+    assert all(line.startswith("--end-margin 0.3 does nothing here") for line in lines)
 
 
 def test_a_flag_given_wins_over_the_preset() -> None:
