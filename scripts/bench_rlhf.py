@@ -21,6 +21,8 @@ figures as the last line.
                                         # Ant without its preset (rlhf/presets.py)
     .venv/bin/python scripts/bench_rlhf.py --end-value absorbing  # as before --end-value zero
     .venv/bin/python scripts/bench_rlhf.py --env-id Hopper-v5 --end-margin 0  # without its preset
+    .venv/bin/python scripts/bench_rlhf.py --env-id Walker2d-v5 --set query.segment-length=25
+                                        # any other rlhf train setting, for the RLHF runs
 
 Needs the bench extra (matplotlib): scripts/setup.sh bench
 """
@@ -33,13 +35,15 @@ import statistics
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from rlhf.config import Config, PPOConfig, QueryConfig
 from rlhf.presets import with_preset
 from rlhf.sweep import run_jobs
+from rlhf.sweep.grid import cell_name
+from rlhf.sweep.spec import SpecError, key_name, settings_from_flags
 from rlhf.sweep.worker import read_curve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +70,8 @@ class Job:
     reward has no learned end, so its jobs keep absorbing and their results stay valid)."""
     end_margin: float = 0.0
     """RLHF's --end-margin (results saved before it existed ran with 0)."""
+    settings: tuple[tuple[str, Any], ...] = ()
+    """RLHF's further rlhf train settings (--set), as (config path, value)."""
 
     @property
     def key(self) -> str:
@@ -76,22 +82,67 @@ class Job:
         key += f"__logstd{self.init_log_std:g}" if self.init_log_std else ""
         key += f"__end{self.end_value}" if self.end_value != "absorbing" else ""
         key += f"__margin{self.end_margin:g}" if self.end_margin else ""
-        return key + (f"__replay{self.replay_share:g}" if self.replay_share else "")
+        key += f"__replay{self.replay_share:g}" if self.replay_share else ""
+        return key + (f"__{cell_name(self.settings)}" if self.settings else "")
+
+
+OWN = {
+    "env_id": "--env-id",
+    "seed": "--seeds",
+    "total_timesteps": "--steps",
+    "query.total_labels": "--labels",
+    "feedback_kind": "--feedback-kind",
+    "ppo.init_log_std": "--init-log-std",
+    "ppo.end_value": "--end-value",
+    "ppo.end_margin": "--end-margin",
+    "query.replay_share": "--replay-share",
+}
+"""Settings with a benchmark flag of their own (--set refuses them and names it)."""
+FIXED = ("reward", "feedback", "reward_model_file", "labels_from", "resume", "progress", "device")
+"""Settings the benchmark needs as they are (what it compares, and how its runs run)."""
+
+
+def with_settings(cfg: Config, settings: tuple[tuple[str, Any], ...]) -> Config:
+    """``cfg`` with each (config path, value) of ``settings`` set."""
+    data = cfg.to_dict()
+    for path, value in settings:
+        *sections, name = path.split(".")
+        node = data
+        for section in sections:
+            node = node[section]
+        node[name] = list(value) if isinstance(value, tuple) else value
+    return Config.from_dict(data)
+
+
+def _set_flags(items: list[str]) -> tuple[tuple[str, Any], ...]:
+    """--set KEY=VALUE flags as checked settings; SpecError (one line) for a bad or owned key."""
+    settings = settings_from_flags(items, "--set")
+    for path, _ in settings:
+        if path in OWN:
+            raise SpecError(f"--set {key_name(path)}: the benchmark sets it; use its {OWN[path]}")
+        if path in FIXED:
+            raise SpecError(f"--set {key_name(path)}: the benchmark sets it to compare its runs")
+    return settings
 
 
 def _settings(
-    env_id: str, mode: str, log_std: float | None, share: float | None, margin: float | None
+    env_id: str,
+    mode: str,
+    log_std: float | None,
+    share: float | None,
+    margin: float | None,
+    settings: tuple[tuple[str, Any], ...] = (),
 ) -> dict[str, float]:
     """--init-log-std, --query.replay-share and --end-margin as ``rlhf train`` resolves them for
-    this job: a value not given takes the env's preset (rlhf.presets.with_preset decides, as in
-    a run)."""
+    this job (with its --set settings): a value not given takes the env's preset
+    (rlhf.presets.with_preset decides, as in a run)."""
     cfg = Config(
         env_id=env_id,
         reward="env" if mode == "ppo" else "learned",
         ppo=PPOConfig(init_log_std=log_std, end_margin=margin),
         query=QueryConfig(replay_share=share),
     )
-    resolved, _ = with_preset(cfg)
+    resolved, _ = with_preset(with_settings(cfg, settings))
     return {
         "init_log_std": resolved.ppo.init_log_std or 0.0,
         "replay_share": resolved.query.replay_share or 0.0,
@@ -146,7 +197,7 @@ def _train(job: Job) -> Result:
                 init_log_std=job.init_log_std, end_value=job.end_value, end_margin=job.end_margin
             ),
         )
-        summary = run(cfg)
+        summary = run(with_settings(cfg, job.settings))
         curve = list(read_curve(Path(runs) / "bench" / "tb"))
     tail = [ret for step, ret in curve if step > 0.9 * job.steps]
     final = float(np.mean(tail)) if tail else summary.final_true_return or float("nan")
@@ -159,7 +210,9 @@ def _load(out: Path) -> dict[str, Result]:
     done: dict[str, Result] = {}
     for path in sorted(out.glob("*.json")):
         data = json.loads(path.read_text())
-        result = Result(**{**data, "job": Job(**data["job"])})
+        job = data["job"]  # JSON made the settings' tuples lists
+        settings = [(k, tuple(v) if isinstance(v, list) else v) for k, v in job.get("settings", [])]
+        result = Result(**{**data, "job": Job(**{**job, "settings": tuple(settings)})})
         done[result.job.key] = result
     return done
 
@@ -279,7 +332,20 @@ def main() -> None:
         help="RLHF's share of replayed pairs (rlhf train --query.replay-share; default: the"
         " env's preset, 0.3 on Ant, else 0)",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a further rlhf train setting of the RLHF runs, e.g. --set query.segment-length=25"
+        " (repeatable; keys and values as rlhf sweep --train takes them); the true-reward PPO"
+        " runs stay as they are",
+    )
     args = parser.parse_args()
+    try:
+        extra = _set_flags(args.set)
+    except SpecError as exc:
+        parser.error(str(exc))
     modes = ("ppo", *dict.fromkeys(KIND_MODES[k] for k in args.feedback_kind))
     steps, seeds, labels = (
         (20_480, [1], 100) if args.quick else (args.steps, args.seeds, args.labels)
@@ -295,7 +361,15 @@ def main() -> None:
             steps,
             labels,
             end_value="absorbing" if mode == "ppo" else args.end_value,
-            **_settings(env_id, mode, args.init_log_std, args.replay_share, args.end_margin),
+            settings=() if mode == "ppo" else extra,
+            **_settings(
+                env_id,
+                mode,
+                args.init_log_std,
+                args.replay_share,
+                args.end_margin,
+                () if mode == "ppo" else extra,
+            ),
         )
         for env_id in args.env_id
         for seed in seeds

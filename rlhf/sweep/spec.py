@@ -117,6 +117,13 @@ def load_spec(command: Sweep) -> Spec:
     return build_spec(train, grid, seeds, setup, where)
 
 
+def settings_from_flags(items: list[str], option: str) -> tuple[tuple[str, Any], ...]:
+    """``KEY=VALUE`` flags (keys and values as ``--train`` takes them) as checked (config path,
+    typed value) pairs in the order given; a bad one is a one-line :class:`SpecError`."""
+    train = dict(_flag_item(text, option, many=False) for text in items)
+    return build_spec(train, {}, where=option).train
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         data = tomllib.loads(path.read_text())
