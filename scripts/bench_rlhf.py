@@ -39,11 +39,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rlhf.config import Config, PPOConfig, QueryConfig
+from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig
 from rlhf.presets import with_preset
 from rlhf.sweep import run_jobs
 from rlhf.sweep.grid import cell_name
-from rlhf.sweep.spec import SpecError, key_name, settings_from_flags
+from rlhf.sweep.spec import SpecError, key_name, nested, settings_from_flags
 from rlhf.sweep.worker import read_curve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,14 +103,11 @@ FIXED = ("reward", "feedback", "reward_model_file", "labels_from", "resume", "pr
 
 
 def with_settings(cfg: Config, settings: tuple[tuple[str, Any], ...]) -> Config:
-    """``cfg`` with each (config path, value) of ``settings`` set."""
+    """``cfg`` with each (config path, value) of ``settings`` set (paths are at most one
+    section deep)."""
     data = cfg.to_dict()
-    for path, value in settings:
-        *sections, name = path.split(".")
-        node = data
-        for section in sections:
-            node = node[section]
-        node[name] = list(value) if isinstance(value, tuple) else value
+    for key, value in nested(dict(settings)).items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) else value
     return Config.from_dict(data)
 
 
@@ -122,6 +119,10 @@ def _set_flags(items: list[str]) -> tuple[tuple[str, Any], ...]:
             raise SpecError(f"--set {key_name(path)}: the benchmark sets it; use its {OWN[path]}")
         if path in FIXED:
             raise SpecError(f"--set {key_name(path)}: the benchmark sets it to compare its runs")
+    try:  # out of range (--set gamma=2) is refused here, not by every RLHF run after PPO's
+        with_settings(Config(), settings).validate()
+    except ConfigError as exc:
+        raise SpecError(f"--set: {exc}") from None
     return settings
 
 
@@ -361,19 +362,13 @@ def main() -> None:
             steps,
             labels,
             end_value="absorbing" if mode == "ppo" else args.end_value,
-            settings=() if mode == "ppo" else extra,
-            **_settings(
-                env_id,
-                mode,
-                args.init_log_std,
-                args.replay_share,
-                args.end_margin,
-                () if mode == "ppo" else extra,
-            ),
+            settings=mine,
+            **_settings(env_id, mode, args.init_log_std, args.replay_share, args.end_margin, mine),
         )
         for env_id in args.env_id
         for seed in seeds
         for mode in modes
+        for mine in [() if mode == "ppo" else extra]  # --set is for the RLHF runs only
     ]
     done = _load(out)
     todo = [job for job in jobs if job.key not in done]

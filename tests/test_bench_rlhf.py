@@ -52,6 +52,7 @@ def test_set_reaches_the_config_of_the_run(bench) -> None:
         ("query.total_labels=200", "--set query.total-labels: .* use its --labels"),
         ("end-margin=0.3", "use its --end-margin"),
         ("reward=env", "the benchmark sets it"),
+        ("gamma=2", "--gamma must be in"),  # out of range: refused before any run
     ],
 )
 def test_a_bad_or_owned_setting_is_one_line(bench, item: str, message: str) -> None:
