@@ -84,6 +84,18 @@ class RewardConfig:
     """Pairs per gradient step."""
     max_epochs: int = 30
     """Upper bound on epochs over all labels per training round."""
+    min_epoch_steps: Annotated[int | None, tyro.conf.arg(metavar="INT")] = None
+    """Gradient steps an epoch makes at least: with few labels it passes over them several
+    times, so early stopping does not end a first round near chance (140 training labels are 3
+    steps a pass). Default: the env's preset (32 on Walker2d; rlhf/presets.py), else 1 (one
+    pass per epoch)."""
+    output_init: Annotated[
+        Literal["random", "zero"] | None, tyro.conf.arg(metavar="{random,zero}")
+    ] = None
+    """How each member's output layer starts. zero: an untrained member predicts 0 (every pair a
+    tie), so a round that stops early leaves a flat reward instead of a random one, and those
+    ties do not compete in early stopping. Default: the env's preset (zero on Walker2d), else
+    random (PyTorch's default)."""
     patience: int = 3
     """Stop a round after this many epochs without a better validation loss."""
     val_fraction: float = 0.2
@@ -106,6 +118,10 @@ class RewardConfig:
         _check(0 <= self.val_fraction < 1, "{reward_model.val_fraction} must be in [0, 1)")
         _check(self.batch_size >= 1, "{reward_model.batch_size} must be >= 1")
         _check(self.max_epochs >= 1, "{reward_model.max_epochs} must be >= 1")
+        _check(
+            self.min_epoch_steps is None or self.min_epoch_steps >= 1,
+            "{reward_model.min_epoch_steps} must be >= 1",
+        )
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlhf.config import Config, PPOConfig, QueryConfig
+from rlhf.config import Config, PPOConfig, QueryConfig, RewardConfig
 from rlhf.presets import DEFAULT, family, idle_settings, preset_for, with_preset
 from rlhf.run_dir import read_config
 from rlhf.runner import run
@@ -32,10 +32,31 @@ def test_ant_takes_its_preset_and_says_so() -> None:
 
 
 def test_an_env_without_a_preset_gets_the_general_defaults_silently() -> None:
-    assert preset_for("Walker2d-v5") == DEFAULT
-    cfg, line = with_preset(Config(env_id="Walker2d-v5"))
+    assert preset_for("Swimmer-v5") == DEFAULT
+    cfg, line = with_preset(Config(env_id="Swimmer-v5"))
     assert (cfg.ppo.init_log_std, cfg.query.replay_share, line) == (0.0, 0.0, None)
     assert cfg.ppo.end_margin == 0.0
+    assert (cfg.reward_model.min_epoch_steps, cfg.reward_model.output_init) == (1, "random")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({}, (32, "zero")),  # a reward to learn: what the preset is for
+        ({"reward": "env"}, (1, "random")),  # nothing to learn
+        ({"reward_model_file": "saved.pt"}, (1, "random")),  # a trained reward
+        ({"algo": "sac"}, (1, "random")),  # measured with PPO only
+        ({"reward_model": RewardConfig(output_init="random")}, (32, "random")),  # a flag wins
+    ],
+)
+def test_walker2d_reward_members_start_flat_and_train_longer(
+    overrides: dict, expected: tuple[int, str]
+) -> None:
+    cfg, line = with_preset(Config(env_id="Walker2d-v5", **overrides))
+    assert (cfg.reward_model.min_epoch_steps, cfg.reward_model.output_init) == expected
+    assert (line is not None) == (expected != (1, "random"))
+    if line is not None:
+        assert line.startswith("Walker2d preset: --reward-model.min-epoch-steps 32")
 
 
 @pytest.mark.parametrize(
@@ -130,3 +151,8 @@ def test_a_stored_config_from_before_the_presets_keeps_the_general_defaults(
     assert stored.ppo.end_value == "absorbing"  # a resumed old run goes on as it ran
     assert stored.ppo.end_margin == 0.0
     assert Config().ppo.end_value == "zero"  # a new one gets today's default
+    walker = Config(env_id="Walker2d-v5").to_dict()
+    del walker["reward_model"]["min_epoch_steps"], walker["reward_model"]["output_init"]
+    (tmp_path / "config.json").write_text(json.dumps(walker))
+    stored = read_config(tmp_path)  # a Walker2d run from before its preset goes on as it ran
+    assert (stored.reward_model.min_epoch_steps, stored.reward_model.output_init) == (1, "random")

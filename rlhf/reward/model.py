@@ -41,7 +41,13 @@ class RewardNet(nn.Module):
     """MLP on concat(raw obs, action, absorbing flag) -> reward, with a function-preserving
     input standardiser."""
 
-    def __init__(self, in_dim: int, hidden_sizes: Sequence[int], dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        in_dim: int,
+        hidden_sizes: Sequence[int],
+        dropout: float = 0.0,
+        zero_output: bool = False,
+    ) -> None:
         super().__init__()
         layers: list[nn.Module] = []
         width = in_dim
@@ -51,10 +57,21 @@ class RewardNet(nn.Module):
             if dropout > 0:
                 layers.append(nn.Dropout(dropout))
             width = hidden
-        layers.append(nn.Linear(width, 1))
+        out = nn.Linear(width, 1)
+        if zero_output:
+            # An untrained member says nothing: every pair a tie (loss ln 2), so a round that
+            # stops early leaves a flat reward rather than a random function to chase. Zeroing
+            # after the default init draws the same hidden layers either way.
+            nn.init.zeros_(out.weight)
+            nn.init.zeros_(out.bias)
+        layers.append(out)
         self.body = nn.Sequential(*layers)
         self.register_buffer("in_mean", torch.zeros(in_dim))
         self.register_buffer("in_std", torch.ones(in_dim))
+
+    def untrained(self) -> bool:
+        """Whether the output layer is still zero (the member predicts 0 everywhere)."""
+        return not any(p.any() for p in self.body[-1].parameters())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(..., in_dim) -> (...,) per-step rewards."""
@@ -102,7 +119,12 @@ class RewardEnsemble(nn.Module):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.members = nn.ModuleList(
-                RewardNet(obs_dim + act_dim + 1, cfg.hidden_sizes, cfg.dropout)
+                RewardNet(
+                    obs_dim + act_dim + 1,
+                    cfg.hidden_sizes,
+                    cfg.dropout,
+                    zero_output=cfg.output_init == "zero",
+                )
                 for _ in range(cfg.ensemble_size)
             )
         self.register_buffer("out_mean", torch.zeros(cfg.ensemble_size))

@@ -67,7 +67,8 @@ def train_ensemble_streaming(
         torch.optim.AdamW(n.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
         for n in members
     ]
-    best = [_eval_loss(n, val_data, val_idx) for n in members]
+    # As in the in-memory trainer, an untrained member's ties do not compete with its epochs.
+    best = [math.inf if n.untrained() else _eval_loss(n, val_data, val_idx) for n in members]
     best_state = [{k: v.clone() for k, v in n.state_dict().items()} for n in members]
     stale = [0] * len(members)
     epoch = n_train = 0

@@ -155,22 +155,28 @@ def _run_epoch(
     opt: torch.optim.Optimizer,
     r: _Round,
     sample: tuple[np.ndarray, np.ndarray],
-    batch_size: int,
+    cfg: RewardConfig,
     rng: np.random.Generator,
 ) -> None:
-    """One pass over the pairs and clips of ``sample`` in shuffled minibatches, dropout on:
-    step i trains on pair minibatch i and clip minibatch i together."""
+    """Shuffled passes over the pairs and clips of ``sample``, dropout on, until at least
+    ``cfg.min_epoch_steps`` gradient steps: step i of a pass trains on pair minibatch i and clip
+    minibatch i together."""
     net.train()
-    pair_b, clip_b = (_batches(s, batch_size, rng) for s in sample)
     device = next(net.parameters()).device
     empty = torch.zeros(0, dtype=torch.long, device=device)
-    for i in range(max(len(pair_b), len(clip_b))):
-        pairs = torch.from_numpy(pair_b[i]).to(device) if i < len(pair_b) else empty
-        clips = torch.from_numpy(clip_b[i]).to(device) if i < len(clip_b) else empty
-        loss = _round_loss(net, r, pairs, clips)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+    steps = 0
+    while steps < (cfg.min_epoch_steps or 1):  # None outside a run: no preset, one pass
+        pair_b, clip_b = (_batches(s, cfg.batch_size, rng) for s in sample)
+        if not pair_b and not clip_b:
+            return
+        for i in range(max(len(pair_b), len(clip_b))):
+            pairs = torch.from_numpy(pair_b[i]).to(device) if i < len(pair_b) else empty
+            clips = torch.from_numpy(clip_b[i]).to(device) if i < len(clip_b) else empty
+            loss = _round_loss(net, r, pairs, clips)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            steps += 1
 
 
 def _train_member(
@@ -185,15 +191,17 @@ def _train_member(
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     if all(v.numel() == 0 for v in val):
         for _ in range(cfg.max_epochs):
-            _run_epoch(net, opt, r, sample, cfg.batch_size, rng)
+            _run_epoch(net, opt, r, sample, cfg, rng)
         net.eval()
         return cfg.max_epochs
-    # The warm start competes too: a round never leaves a member worse on validation.
-    best = _val_loss(net, r, *val)
+    # The warm start competes too: a round never leaves a member worse on validation. Not an
+    # untrained one (--reward-model.output-init zero): on a small validation set its ties (loss
+    # ln 2) can beat every epoch, and the reward would stay flat.
+    best = math.inf if net.untrained() else _val_loss(net, r, *val)
     best_state = {k: v.clone() for k, v in net.state_dict().items()}
     stale = epochs = 0
     while epochs < cfg.max_epochs and stale < cfg.patience:
-        _run_epoch(net, opt, r, sample, cfg.batch_size, rng)
+        _run_epoch(net, opt, r, sample, cfg, rng)
         epochs += 1
         loss = _val_loss(net, r, *val)
         if loss < best or math.isnan(best):

@@ -100,6 +100,22 @@ def test_seed_fixes_weights_without_touching_global_rng(small_cfg, toy, rng):
     assert not np.allclose(members[0], members[1]), "members must start different"
 
 
+def test_an_untrained_member_with_a_zero_output_predicts_nothing(small_cfg, toy, rng):
+    # Every step 0 and every pair a tie (Bradley-Terry loss ln 2): a round that stops early
+    # leaves a flat reward, not a random function the agent would chase.
+    zero = RewardEnsemble(toy.obs_dim, toy.act_dim, replace(small_cfg, output_init="zero"), seed=3)
+    obs, act = toy.steps(rng)
+    assert not zero.member_rewards(obs, act).any()
+    np.testing.assert_array_equal(zero.preference_probs(toy.pairs(5, rng)), 0.5)
+    assert all(net.untrained() for net in zero.members)
+    # The same hidden layers as the default's: only the output layer differs.
+    random = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg, seed=3)
+    assert not any(net.untrained() for net in random.members)
+    assert random.member_rewards(obs, act).std() > 0
+    for a, b in zip(zero.members, random.members, strict=True):
+        assert torch.equal(a.body[0].weight, b.body[0].weight)
+
+
 def test_state_round_trip_through_a_weights_only_file(small_cfg, toy, rng, tmp_path):
     learner = RewardLearner(toy.obs_dim, toy.act_dim, small_cfg, seed=5)
     obs, act = toy.steps(rng)

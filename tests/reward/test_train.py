@@ -7,10 +7,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import torch
 
 from rlhf.config import RewardConfig
 from rlhf.reward.model import RewardEnsemble
 from rlhf.reward.split import MIN_LABELS_FOR_VAL, split_indices
+from rlhf.reward.stream_train import train_ensemble_streaming
 from rlhf.reward.train import preference_accuracy, train_ensemble
 from rlhf.types import Pair, Preference, Segment
 
@@ -127,6 +129,47 @@ def test_early_stopping_restores_the_best_weights(toy, rng):
     assert stats.epochs < cfg.max_epochs
     assert stats.val_loss == pytest.approx(val_loss(), rel=1e-4)
     assert stats.val_loss <= start + 1e-6
+
+
+def test_an_untrained_members_ties_do_not_win_early_stopping(toy, small_cfg, rng):
+    # Validation labels all "equal": a zero-output member's ties (loss ln 2) are the best any
+    # member can do on them, so if they competed the member would stay flat, as 4 of 6 seeds
+    # did with 40 labels on the toy task.
+    cfg = replace(small_cfg, ensemble_size=1, output_init="zero")
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, cfg, seed=0)
+    prefs = toy.preferences(40, rng)
+    val_idx = set(split_indices(len(prefs), cfg.val_fraction, ens.seed)[1])
+    prefs = [Preference(p.pair, 0.5) if i in val_idx else p for i, p in enumerate(prefs)]
+    stats = train_ensemble(ens, prefs, cfg, rng)
+    assert stats.n_val == len(val_idx) > 0 and stats.val_loss > math.log(2)
+    assert not ens.members[0].untrained()
+    assert preference_accuracy(ens, [p for p in prefs if p.mu != 0.5]) > 0.6  # flat: 0
+
+
+def test_nor_in_streamed_training(toy, small_cfg, rng):
+    cfg = replace(small_cfg, ensemble_size=1, output_init="zero")
+    ens = RewardEnsemble(toy.obs_dim, toy.act_dim, cfg, seed=0)
+    train = toy.preferences(40, rng)
+    ties = [Preference(p.pair, 0.5) for p in toy.preferences(10, rng)]
+    train_ensemble_streaming(ens, lambda _: [train[:20], train[20:]], ties, cfg, rng)
+    assert not ens.members[0].untrained()
+    assert preference_accuracy(ens, train) > 0.6
+
+
+def test_an_epoch_makes_at_least_min_epoch_steps_gradient_steps(toy, small_cfg, rng, monkeypatch):
+    steps = []
+    monkeypatch.setattr(torch.optim.AdamW, "step", lambda self, *a, **k: steps.append(1))
+
+    def count(**settings) -> int:
+        cfg = replace(small_cfg, ensemble_size=1, val_fraction=0.0, max_epochs=2, **settings)
+        steps.clear()
+        ens = RewardEnsemble(toy.obs_dim, toy.act_dim, cfg)
+        train_ensemble(ens, toy.preferences(20, rng), cfg, rng)
+        return len(steps)
+
+    assert count() == 2  # 20 pairs are one minibatch of 64: one step an epoch (no preset)
+    assert count(min_epoch_steps=7) == 2 * 7  # passes repeated until 7 steps
+    assert count(min_epoch_steps=7, batch_size=4) == 2 * 10  # 5 steps a pass: two passes
 
 
 def _ending(rng: np.random.Generator, length: int, alive: int, obs_dim: int = 4) -> Segment:
