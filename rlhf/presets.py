@@ -103,40 +103,30 @@ def with_preset(cfg: Config) -> tuple[Config, str | None]:
     the env's preset (None when none did)."""
     # All measured with PPO (SAC's actor and queries have none of their own here).
     preset = preset_for(cfg.env_id) if cfg.algo == "ppo" else DEFAULT
-    used: list[str] = []
-    ppo, query = cfg.ppo, cfg.query
-    if ppo.init_log_std is None:
-        ppo = dataclasses.replace(ppo, init_log_std=preset.init_log_std)
-        if preset.init_log_std != DEFAULT.init_log_std:
-            used.append(f"{flag('ppo.init_log_std')} {preset.init_log_std:g}")
-    if query.replay_share is None:
-        share = preset.replay_share if replays_possible(cfg) else DEFAULT.replay_share
-        query = dataclasses.replace(query, replay_share=share)
-        if share != DEFAULT.replay_share:
-            used.append(f"{flag('query.replay_share')} {share:g}")
-    if ppo.end_margin is None:
-        margin = preset.end_margin if learned_end(cfg) else DEFAULT.end_margin
-        ppo = dataclasses.replace(ppo, end_margin=margin)
-        if margin != DEFAULT.end_margin:
-            used.append(f"{flag('ppo.end_margin')} {margin:g}")
-    reward = cfg.reward_model
     learns = learns_reward(cfg)
-    if reward.min_epoch_steps is None:
-        steps = preset.min_epoch_steps if learns else DEFAULT.min_epoch_steps
-        reward = dataclasses.replace(reward, min_epoch_steps=steps)
-        if steps != DEFAULT.min_epoch_steps:
-            used.append(f"{flag('reward_model.min_epoch_steps')} {steps}")
-    if reward.output_init is None:
-        init = preset.output_init if learns else DEFAULT.output_init
-        reward = dataclasses.replace(reward, output_init=init)
-        if init != DEFAULT.output_init:
-            used.append(f"{flag('reward_model.output_init')} {init}")
+    applies = {  # (section, setting) -> does the env's value apply to this run?
+        ("ppo", "init_log_std"): True,  # the true-reward baseline starts as calm
+        ("query", "replay_share"): replays_possible(cfg),
+        ("ppo", "end_margin"): learned_end(cfg),
+        ("reward_model", "min_epoch_steps"): learns,
+        ("reward_model", "output_init"): learns,
+    }
+    sections = {section: getattr(cfg, section) for section, _ in applies}
+    used: list[str] = []
+    for (section, key), applied in applies.items():
+        if getattr(sections[section], key) is not None:
+            continue  # a flag given wins
+        value = getattr(preset if applied else DEFAULT, key)
+        sections[section] = dataclasses.replace(sections[section], **{key: value})
+        if value != getattr(DEFAULT, key):
+            shown = f"{value:g}" if isinstance(value, float) else value
+            used.append(f"{flag(f'{section}.{key}')} {shown}")
     line = None
     if used:
         line = (
             f"{family(cfg.env_id)} preset: {', '.join(used)} ({preset.why}; set a flag to change)"
         )
-    return dataclasses.replace(cfg, ppo=ppo, query=query, reward_model=reward), line
+    return dataclasses.replace(cfg, **sections), line
 
 
 def stored_as_it_ran(data: dict[str, Any]) -> dict[str, Any]:
