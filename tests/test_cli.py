@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import sqlite3
 import subprocess
 import sys
@@ -62,6 +63,22 @@ def test_bad_input_is_one_line_and_exit_code_2(
     assert needle in lines[0]
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_goal_env_without_gymnasium_robotics_says_how_to_install_the_goals_extra(
+    tmp_path: Path,
+) -> None:
+    """The real path: gymnasium-robotics is not installed, so its ids are unknown to gymnasium;
+    the refusal names the extra and the project's own setup script, not "unknown id"."""
+    if importlib.util.find_spec("gymnasium_robotics") is not None:
+        pytest.skip("gymnasium-robotics is installed (tests/test_tasks.py simulates its absence)")
+    result = _rlhf("train", "--env-id", "PointMaze_UMaze-v3", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip() and "WARNING" not in line]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("rlhf: error: PointMaze_UMaze-v3 needs the goals extra")
+    assert lines[0].endswith("scripts/setup.sh goals")  # run from outside the checkout
+    assert "unknown environment id" not in lines[0] and "pip install" not in lines[0]
 
 
 def test_help_lists_the_common_flags(tmp_path: Path) -> None:

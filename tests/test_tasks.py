@@ -127,6 +127,34 @@ def test_gymnasium_robotics_ids_are_known_without_importing_it_first() -> None:
     check_env_id("PointMaze_UMaze-v3")  # registered on demand, not "unknown environment id"
 
 
+_ROBOTICS = ("PointMaze_", "AntMaze_", "Fetch", "Hand", "Adroit", "FrankaKitchen")
+
+
+@pytest.mark.parametrize(
+    "env_id", ["PointMaze_UMaze-v3", "AntMaze_UMaze-v5", "FetchReach-v4", "HandReach-v3"]
+)
+def test_a_goal_env_without_the_goals_extra_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env_id: str
+) -> None:
+    """gymnasium-robotics absent (simulated where it is installed): its ids are not registered,
+    and the run is refused in one line naming the extra and the project's own install command
+    (never ``pip install rlhf[...]``: the package index's rlhf is another project)."""
+    import gymnasium as gym
+
+    from rlhf.envs import make
+    from rlhf.shell import install_extra
+
+    monkeypatch.setattr(make, "_register_robotics", lambda: False)
+    known = {k: v for k, v in gym.registry.items() if not k.startswith(_ROBOTICS)}
+    monkeypatch.setattr(make.gym, "registry", known)
+    with pytest.raises(ConfigError) as err:
+        preflight(tiny_config(tmp_path, env_id))
+    assert str(err.value) == (
+        f"{env_id} needs the goals extra (gymnasium-robotics): {install_extra('goals')}"
+    )
+    assert install_extra("goals").endswith("scripts/setup.sh goals")  # this is a checkout
+
+
 def test_env_kwargs_reach_the_env(tmp_path: Path) -> None:
     info = describe_env("Hopper-v5", {"frame_skip": 2})
     assert info.dt == pytest.approx(0.004)

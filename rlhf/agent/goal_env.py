@@ -16,7 +16,7 @@ import numpy as np
 from rlhf.agent.her import GoalEpisode, GoalRewardFn
 from rlhf.config import ConfigError
 from rlhf.envs import check_env_id, is_goal_space
-from rlhf.envs.goals import goal_reward_fn, mujoco_problem
+from rlhf.envs.goals import goal_reward_fn, goals_extra_missing, mujoco_problem
 
 
 def mujoco_major() -> int:
@@ -30,7 +30,7 @@ def goal_env_problem(env_id: str) -> str | None:
     try:
         version("gymnasium-robotics")
     except PackageNotFoundError:
-        return f"{env_id} needs gymnasium-robotics: pip install -e '.[goals]'"
+        return goals_extra_missing(env_id)
     return mujoco_problem(env_id, mujoco_major())
 
 

@@ -20,6 +20,8 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from rlhf.shell import install_extra
+
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 """The order of the parts in a flattened observation."""
 
@@ -34,6 +36,24 @@ _SUCCESS_ALIASES = ("success",)
 """Other names goal envs give the same flag (gymnasium-robotics' mazes)."""
 
 
+ROBOTICS_IDS = (
+    "PointMaze_",
+    "AntMaze_",
+    "Fetch",
+    "HandManipulate",
+    "HandReach",
+    "AdroitHand",
+    "FrankaKitchen",
+)
+"""Env id prefixes of gymnasium-robotics' envs: such an id is unknown to gymnasium until
+gymnasium-robotics registers it, so without the goals extra it says which extra it needs."""
+
+
+def goals_extra_missing(env_id: str) -> str:
+    """One line: ``env_id`` needs the goals extra, and the command that installs it."""
+    return f"{env_id} needs the goals extra (gymnasium-robotics): {install_extra('goals')}"
+
+
 MUJOCO_3_ONLY = ("Fetch",)
 """Env id prefixes that need mujoco < 4: gymnasium-robotics 1.4.2's Fetch robots fail on mujoco
 4.0.0 with an assertion in ``set_joint_qpos`` (a joint type it does not expect)."""
@@ -45,7 +65,8 @@ def mujoco_problem(env_id: str, mujoco_major: int) -> str | None:
         return None
     return (
         f"{env_id} needs mujoco < 4 (gymnasium-robotics {_version('gymnasium-robotics')} fails"
-        f" on mujoco {_version('mujoco')}): pip install -e '.[goals]'"
+        f" on mujoco {_version('mujoco')}); the goals extra pins mujoco < 4:"
+        f" {install_extra('goals')}"
     )
 
 

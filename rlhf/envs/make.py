@@ -19,9 +19,16 @@ import gymnasium as gym
 import mujoco
 
 from rlhf.config import ConfigError
-from rlhf.envs.goals import FlatGoalObservation, is_goal_space, mujoco_problem
+from rlhf.envs.goals import (
+    ROBOTICS_IDS,
+    FlatGoalObservation,
+    goals_extra_missing,
+    is_goal_space,
+    mujoco_problem,
+)
 from rlhf.envs.state import StateKind, mujoco_sim, state_kind, state_sizes
 from rlhf.envs.wrappers import FixedHorizon
+from rlhf.shell import program
 
 
 def quiet_mujoco_warnings() -> None:
@@ -83,9 +90,15 @@ class EnvInfo:
 
 
 def check_env_id(env_id: str) -> None:
-    """Fail with a one-line message (and a suggestion) if ``env_id`` is not registered."""
-    if env_id in gym.registry or (_register_robotics() and env_id in gym.registry):
+    """Fail with a one-line message (and a suggestion) if ``env_id`` is not registered; a
+    gymnasium-robotics id without gymnasium-robotics says how to install the goals extra."""
+    if env_id in gym.registry:
         return
+    if _register_robotics():
+        if env_id in gym.registry:
+            return
+    elif env_id.startswith(ROBOTICS_IDS):
+        raise EnvError(goals_extra_missing(env_id))
     close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise EnvError(f"unknown environment id {env_id!r}{hint}")
@@ -157,7 +170,7 @@ def _render_problem(env_id: str, env: gym.Env, kind: StateKind) -> str | None:
     if "rgb_array" not in env.metadata.get("render_modes", []):
         return f"{env_id} cannot draw frames (no rgb_array render mode)"
     if kind is StateKind.CLASSIC and importlib.util.find_spec("pygame") is None:
-        return f"{env_id} draws its frames with pygame, which is not installed (pip install pygame)"
+        return f"{env_id} draws its frames with pygame, which is not installed ({program('pip')} install pygame)"
     return None
 
 

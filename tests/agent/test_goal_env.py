@@ -28,6 +28,7 @@ from rlhf.agent.goal_env import (
 from rlhf.agent.her import HERReplayBuffer
 from rlhf.config import ConfigError
 from rlhf.envs import goals
+from rlhf.shell import install_extra
 
 BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench_her.py"
 
@@ -54,8 +55,8 @@ def test_fetch_on_mujoco_4_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(ConfigError) as refused:
         make_goal_env("FetchReach-v4", 50)
     assert str(refused.value) == (
-        "FetchReach-v4 needs mujoco < 4 (gymnasium-robotics 1.4.2 fails on mujoco 4.0.0): "
-        "pip install -e '.[goals]'"
+        "FetchReach-v4 needs mujoco < 4 (gymnasium-robotics 1.4.2 fails on mujoco 4.0.0);"
+        f" the goals extra pins mujoco < 4: {install_extra('goals')}"
     )
     assert goal_env_problem("PointMaze_UMaze-v3") is None  # PointMaze runs on mujoco 4
 
@@ -66,7 +67,7 @@ def test_a_missing_goals_extra_is_refused_in_one_line(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(goal_env, "version", missing)
     assert goal_env_problem("PointMaze_UMaze-v3") == (
-        "PointMaze_UMaze-v3 needs gymnasium-robotics: pip install -e '.[goals]'"
+        f"PointMaze_UMaze-v3 needs the goals extra (gymnasium-robotics): {install_extra('goals')}"
     )
 
 
