@@ -44,10 +44,12 @@ class Result:
     """Mean true return of the last 10 episodes."""
 
 
-def ours(steps: int, starts: int, seed: int, root: Path, hidden_dtype: str) -> Result:
+def ours(
+    steps: int, starts: int, seed: int, root: Path, hidden_dtype: str, iteration: int = 500
+) -> Result:
     sac = SACConfig(
-        policy_lr=LR, q_lr=LR, policy_frequency=1, learning_starts=starts, iteration_steps=500,
-        hidden_dtype=hidden_dtype,
+        policy_lr=LR, q_lr=LR, policy_frequency=1, learning_starts=starts,
+        iteration_steps=iteration, hidden_dtype=hidden_dtype,
     )  # fmt: skip
     name = f"ours-{hidden_dtype}-{seed}"
     cfg = Config(
@@ -64,7 +66,7 @@ def ours(steps: int, starts: int, seed: int, root: Path, hidden_dtype: str) -> R
     return Result(sps, float(summary.final_true_return or float("nan")))
 
 
-def sb3(steps: int, starts: int, seed: int) -> Result:
+def sb3(steps: int, starts: int, seed: int, warmup: int = 500) -> Result:
     from stable_baselines3 import SAC
 
     env = gym.make(ENV_ID)
@@ -73,10 +75,10 @@ def sb3(steps: int, starts: int, seed: int) -> Result:
         batch_size=256, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1, ent_coef="auto",
         policy_kwargs={"net_arch": [256, 256]}, seed=seed, device="cpu",
     )  # fmt: skip
-    model.learn(total_timesteps=starts + 500)  # the random phase and a short warm-up
+    model.learn(total_timesteps=starts + warmup)  # the random phase and a short warm-up
     start = time.perf_counter()
-    model.learn(total_timesteps=steps - starts - 500, reset_num_timesteps=False)
-    sps = (steps - starts - 500) / (time.perf_counter() - start)
+    model.learn(total_timesteps=steps - starts - warmup, reset_num_timesteps=False)
+    sps = (steps - starts - warmup) / (time.perf_counter() - start)
     returns = [info["r"] for info in list(model.ep_info_buffer)[-10:]]
     env.close()
     return Result(sps, float(np.mean(returns)) if returns else float("nan"))
@@ -101,10 +103,14 @@ def main() -> None:
     parser.add_argument("--learning-starts", type=int, default=5_000)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
-    parser.add_argument("--quick", action="store_true", help="2.5k steps, 1 seed")
+    parser.add_argument("--quick", action="store_true", help="1200 steps (600 random), 1 seed")
     args = parser.parse_args()
+    # SB3's untimed warm-up and our iteration (timed from the second): shorter in a smoke check,
+    # which still ends one 1000-step episode (its return).
+    warmup, iteration = 500, 500
     if args.quick:
-        args.steps, args.learning_starts, args.seeds = 2500, 1000, 1
+        args.steps, args.learning_starts, args.seeds = 1200, 600, 1
+        warmup, iteration = 200, 200
     torch.set_num_threads(1)
     results: dict[str, list[Result]] = {name: [] for name in args.variants}
     with tempfile.TemporaryDirectory() as tmp:
@@ -113,9 +119,10 @@ def main() -> None:
             k = (seed - 1) % len(args.variants)
             for name in args.variants[k:] + args.variants[:k]:
                 if name == "sb3":
-                    r = sb3(args.steps, args.learning_starts, seed)
+                    r = sb3(args.steps, args.learning_starts, seed, warmup)
                 else:
-                    r = ours(args.steps, args.learning_starts, seed, Path(tmp), VARIANTS[name])
+                    dtype = VARIANTS[name]
+                    r = ours(args.steps, args.learning_starts, seed, Path(tmp), dtype, iteration)
                 results[name].append(r)
                 print(f"seed {seed}: {name:9} {r.sps:6.1f} steps/s return {r.ret:8.1f}", flush=True)
     print(f"{ENV_ID}, {args.steps} steps ({args.learning_starts} random), {args.seeds} seed(s),"
@@ -131,7 +138,12 @@ def main() -> None:
         f" {name}_return={statistics.median(r.ret for r in rs):.1f}"
         for name, rs in results.items()
     )
-    print(f"steps={args.steps} seeds={args.seeds} {summary}")
+    # The headline: our SAC's training steps/s over SB3's, both medians (nan if one did not run).
+    medians = {name: statistics.median(r.sps for r in rs) for name, rs in results.items()}
+    ratios = f"ratio_sps={medians.get('ours', float('nan')) / base:.2f}"
+    if "ours-bf16" in medians:
+        ratios += f" ratio_sps_bf16={medians['ours-bf16'] / base:.2f}"
+    print(f"{ratios} steps={args.steps} seeds={args.seeds} {summary}")
 
 
 if __name__ == "__main__":
