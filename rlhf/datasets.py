@@ -53,13 +53,13 @@ from rlhf.dataset_ratings import (
 from rlhf.dataset_v1 import V1Segments
 from rlhf.minari_segments import MINARI_ID, MINARI_ROOT, SegmentReader, write_segments
 from rlhf.run_rows import read_run
+from rlhf.shell import missing_extra
 from rlhf.store import SCALE_META, LabelStore
 from rlhf.store.records import pack_segment
 from rlhf.types import Answer, Pair, Preference, Rating, Segment
 
 FORMAT = "rlhf-preferences"
 SCHEMA_VERSION = 3
-INSTALL_HINT = "datasets need pyarrow, which is not installed: pip install 'rlhf[data]'"
 REF_COLUMNS = tuple(
     f"{side}_{part}" for side in ("left", "right") for part in ("episode", "start", "length")
 )
@@ -87,7 +87,7 @@ def _pyarrow() -> Any:
         import pyarrow
         import pyarrow.parquet
     except ImportError:
-        raise ConfigError(INSTALL_HINT) from None
+        raise ConfigError(missing_extra("datasets need pyarrow", "data")) from None
     return pyarrow
 
 

@@ -35,12 +35,12 @@ from unittest import mock
 import numpy as np
 
 from rlhf.config import ConfigError
+from rlhf.shell import missing_extra
 from rlhf.types import Segment
 
 MINARI_ID = "rlhf/segments-v0"
 MINARI_ROOT = "minari"
 """Folder inside a dataset that serves as ``MINARI_DATASETS_PATH`` for the segments."""
-INSTALL_HINT = "datasets need minari, which is not installed: pip install 'rlhf[data]'"
 
 
 def minari_path(dataset: Path) -> Path:
@@ -53,7 +53,7 @@ def _minari() -> Any:
         import minari
         from minari.data_collector import EpisodeBuffer  # noqa: F401
     except ImportError:
-        raise ConfigError(INSTALL_HINT) from None
+        raise ConfigError(missing_extra("datasets need minari", "data")) from None
     return minari
 
 

@@ -42,6 +42,7 @@ from rlhf.run_dir import (
 )
 from rlhf.saved_reward import load_saved_reward
 from rlhf.seed_labels import check_labels_source, rating_levels
+from rlhf.shell import program, short_path
 from rlhf.status import Phase
 from rlhf.trainer import (
     LAST_CHECKPOINT,
@@ -147,7 +148,7 @@ def _live(t: Trainer) -> Summary:
 
 def _finish(t: Trainer, phase: Phase, error: str | None = None, checkpoint: bool = True) -> Summary:
     """Save what the run has, tell the page, let answers in flight arrive, write the summary."""
-    resume = f"rlhf train --resume {t.run_dir.root}"
+    resume = resume_command(t.run_dir.root)
     close = t.prefs.feedback.close if t.prefs is not None else lambda grace: None
     if phase is Phase.FINISHED:
         longer = f"{resume} --total-timesteps {2 * t.cfg.total_timesteps}"
@@ -205,10 +206,15 @@ def _summary(t: Trainer, phase: Phase, error: str | None) -> Summary:
     )
 
 
+def resume_command(root: Path) -> str:
+    """``rlhf train --resume RUN`` as it runs from the current shell."""
+    return f"{program('rlhf')} train --resume {short_path(root)}"
+
+
 def _resume_hint(t: Trainer) -> str:
     """The one line the command line prints when a run was interrupted."""
     last = t.run_dir.checkpoints / LAST_CHECKPOINT
     if not last.exists():
         return "interrupted before the first checkpoint: start the run again to train"
     step = load_checkpoint(last)["progress"]["env_steps"]
-    return f"interrupted at step {step:,}; continue with: rlhf train --resume {t.run_dir.root}"
+    return f"interrupted at step {step:,}; continue with: {resume_command(t.run_dir.root)}"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent environment setup shared by run.sh and test.sh (source it, or run it directly).
 #   scripts/setup.sh [EXTRAS]   e.g. scripts/setup.sh test,bench
-# Creates .venv with Python >= 3.11 if missing, installs torch (the CPU build when one is on
-# this machine's pip find-links, else PyPI's default), then the package in editable mode.
+# Creates .venv with Python >= 3.11 if missing, then installs the package in editable mode with
+# every dependency at the version requirements/lock.txt names (torch: the CPU build when one is on
+# this machine's pip find-links, else PyPI's default build of the same version).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,16 +30,23 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
 
+# Every version comes from the committed lock (scripts/lock.sh refreshes it), used as pip
+# constraints: the extras asked for install exactly as CI tested them, and nothing else comes along.
+LOCK="$ROOT/requirements/lock.txt"
+case ",$EXTRAS," in *,goals,*) LOCK="$ROOT/requirements/lock-goals.txt" ;; esac
+PIP+=(--constraint "$LOCK")
+
 if ! "$VENV/bin/python" -c 'import torch' >/dev/null 2>&1; then
-    # torch==2.13.0 matches a local +cpu wheel when pip's find-links has one (small, no CUDA);
-    # elsewhere it is PyPI's default build. RLHF_TORCH overrides the requirement.
+    # The lock's torch==2.13.0 matches a local +cpu wheel when pip's find-links has one (small, no
+    # CUDA); elsewhere it is PyPI's default build of the same version.
     echo "rlhf setup: installing torch" >&2
-    "${PIP[@]}" "${RLHF_TORCH:-torch==2.13.0}" || "${PIP[@]}" "torch>=2.3"
+    "${PIP[@]}" torch
 fi
 
+# Re-installs only when the package's metadata or the lock changed since the last install.
 STAMP="$VENV/.rlhf-installed-${EXTRAS:-base}"
-if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
-    echo "rlhf setup: installing rlhf${EXTRAS:+[$EXTRAS]} into $VENV" >&2
+if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ] || [ "$LOCK" -nt "$STAMP" ]; then
+    echo "rlhf setup: installing rlhf${EXTRAS:+[$EXTRAS]} into $VENV from $(basename "$LOCK")" >&2
     "${PIP[@]}" -e "$ROOT${EXTRAS:+[$EXTRAS]}"
     touch "$STAMP"
 fi

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import shlex
 import signal
 import threading
 import webbrowser
@@ -23,6 +21,7 @@ from types import TracebackType
 from rlhf.config import VideoConfig, WebConfig
 from rlhf.render.worker import RenderWorker
 from rlhf.server import ServerHandle, serve_in_thread
+from rlhf.shell import program, short_path
 from rlhf.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import LabelStore
 
@@ -158,10 +157,7 @@ class LabellingSession:
 
 def watch_command(runs_dir: Path) -> str:
     """``tensorboard --logdir RUNS``, with the path as short as it can be said from here."""
-    path = Path(runs_dir).resolve()
-    with contextlib.suppress(ValueError):
-        path = path.relative_to(Path.cwd())
-    return f"tensorboard --logdir {shlex.quote(os.fspath(path))}"
+    return f"{program('tensorboard')} --logdir {short_path(runs_dir)}"
 
 
 def labels_hint(run_root: Path) -> int | None:

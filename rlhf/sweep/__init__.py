@@ -1,6 +1,6 @@
 """Grids of ``rlhf train`` runs on Ray (``rlhf sweep SPEC``), and Ray jobs for the benchmarks.
 
-Ray is optional (``pip install 'rlhf[sweep]'``): it is imported only when jobs start.
+Ray is optional (the ``sweep`` extra: ``scripts/setup.sh sweep``): it is imported only when jobs start.
 """
 
 from rlhf.sweep.command import Sweep

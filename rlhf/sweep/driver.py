@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from rlhf.lifecycle import RunInterrupted
+from rlhf.shell import program, short_path
 from rlhf.sweep.command import Sweep
 from rlhf.sweep.grid import Cell, expand, preflight_cells
 from rlhf.sweep.plot import plot_curves
@@ -113,7 +114,7 @@ def report(results: list[CellResult], root: Path, out: TextIO) -> None:
     )
     print(format_table(*group_table(results)), file=out)
     print(f"\n{plot_curves(results, root / 'curves.png')}", file=out)
-    print(f"tensorboard --logdir {root}", file=out, flush=True)
+    print(f"{program('tensorboard')} --logdir {short_path(root)}", file=out, flush=True)
 
 
 def sweep_main(command: Sweep) -> None:

@@ -1,6 +1,6 @@
 """Learning curves of a sweep: the true episodic return of each group, mean and range of seeds.
 
-Needs matplotlib (``pip install 'rlhf[sweep]'``); without it the plot is skipped with a note.
+Needs matplotlib (the ``sweep`` extra: ``scripts/setup.sh sweep``); without it the plot is skipped with a note.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rlhf.shell import missing_extra
 from rlhf.sweep.grid import shown
 from rlhf.sweep.results import groups
 from rlhf.sweep.worker import CellResult
@@ -38,7 +39,7 @@ def plot_curves(results: Sequence[CellResult], path: Path) -> str:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "no plot: matplotlib is not installed (pip install 'rlhf[sweep]')"
+        return f"no plot: {missing_extra('matplotlib', 'sweep')}"
     with_curves = [r for r in results if r.curve]
     if not with_curves:
         return "no plot: no cell has finished an episode yet"

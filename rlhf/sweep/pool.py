@@ -20,13 +20,13 @@ from types import FrameType
 from typing import Any, Generic, TypeVar
 
 from rlhf.config import ConfigError
+from rlhf.shell import missing_extra
 from rlhf.sweep.progress import ProgressView
 from rlhf.sweep.worker import one_line
 
 J = TypeVar("J")
 R = TypeVar("R")
 
-INSTALL_HINT = "rlhf sweep needs Ray, which is not installed: pip install 'rlhf[sweep]'"
 STOP_GRACE = 120.0
 """Seconds a stopped sweep waits for running jobs to finish their iteration and checkpoint."""
 
@@ -57,7 +57,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError(INSTALL_HINT) from None
+        raise ConfigError(missing_extra("rlhf sweep needs Ray", "sweep")) from None
     return ray
 
 
