@@ -14,10 +14,11 @@ import gymnasium as gym
 import imageio_ffmpeg
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env
 
 from rlhf.agent.goal_env import goal_env_problem
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig, SACConfig, VideoConfig
-from rlhf.envs import FlatGoalObservation, describe_env, make_env
+from rlhf.envs import FlatGoalObservation, describe_env, make_env, make_vec_env
 from rlhf.envs.goals import GOAL_TASK, SUCCESS
 from rlhf.envs.state import mujoco_sim
 from rlhf.preflight import preflight
@@ -90,6 +91,29 @@ def _tiny(tmp_path: Path, env_id: str, **kw) -> Config:
         query=QueryConfig(total_labels=8, segment_length=10),
     )
     return tiny_config(tmp_path, env_id, **(small | kw))
+
+
+@pytest.mark.filterwarnings(
+    "ignore:.*(different from the unwrapped|observation space (minimum|maximum) value is"
+    "|symmetric and normalized space).*:UserWarning"
+)
+@pytest.mark.parametrize("fixed_horizon", [False, True], ids=["standard", "fixed-horizon"])
+@pytest.mark.parametrize("env_id", [TINY, "PointMaze_UMaze-v3", "FetchReach-v4"])
+def test_a_goal_env_as_the_app_builds_it_passes_gymnasiums_env_checker(
+    env_id: str, fixed_horizon: bool
+) -> None:
+    """Flattened (and fixed-horizon) goal envs pass ``check_env``, whose close check rebuilds
+    the stack from ``env.spec``: our wrappers record their constructor arguments (the MuJoCo
+    family's stacks: tests/test_tasks.py)."""
+    if env_id != TINY:
+        _skip_unless_runs(env_id)
+    envs = make_vec_env(env_id, 1, 0, fixed_horizon=fixed_horizon)
+    try:
+        env = envs.envs[0]
+        check_env(env, skip_render_check=True)  # "human" rendering needs a display
+        assert env.spec.make().spec == env.spec
+    finally:
+        envs.close()
 
 
 def test_the_wrapper_joins_observation_achieved_and_desired_goal_in_that_order() -> None:

@@ -9,13 +9,15 @@ from pathlib import Path
 import imageio_ffmpeg
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env
 
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig, RewardConfig, VideoConfig
-from rlhf.envs import describe_env
+from rlhf.envs import describe_env, make_vec_env
 from rlhf.preflight import preflight
 from rlhf.render.video import render_pair_video
 from rlhf.runner import run
 from rlhf.store import LabelStore
+from tests import toy_env
 from tests.helpers import tb_scalars, tiny_config
 
 FAMILY = [
@@ -57,6 +59,41 @@ def test_every_task_starts_cuts_segments_and_renders_a_clip(tmp_path: Path, env_
     frames = [np.frombuffer(f, np.uint8) for f in reader]
     assert len(frames) == plan.segment_length and meta["size"][0] > 64  # both clips side by side
     assert max(f.std() for f in frames) > 5  # a picture, not a blank frame
+
+
+CHECKER_NOTES = (
+    "ignore:.*(different from the unwrapped|observation space (minimum|maximum) value is"
+    "|symmetric and normalized space).*:UserWarning"
+)
+"""check_env's advice that is not a failure: we check wrapped stacks on purpose, and gymnasium's
+own envs have unbounded observations or unnormalised actions."""
+
+
+@pytest.mark.filterwarnings(CHECKER_NOTES)
+@pytest.mark.parametrize("fixed_horizon", [False, True], ids=["standard", "fixed-horizon"])
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        *((env_id, None) for env_id in FAMILY),
+        (toy_env.ENV_ID, None),
+        ("Hopper-v5", {"frame_skip": 2}),
+    ],
+)
+def test_every_env_the_app_builds_passes_gymnasiums_env_checker(
+    env_id: str, kwargs: dict | None, fixed_horizon: bool
+) -> None:
+    """Each env as a run steps it (one sub-env of make_vec_env: our wrappers over gymnasium's)
+    passes ``check_env``, whose close check rebuilds it from ``env.spec``: a wrapper that does
+    not record its constructor arguments cannot be rebuilt. (Render modes are not checked:
+    "human" needs a display.)"""
+    toy_env.register()
+    envs = make_vec_env(env_id, 1, 0, kwargs, fixed_horizon=fixed_horizon)
+    try:
+        env = envs.envs[0]
+        check_env(env, skip_render_check=True)
+        assert env.spec.make().spec == env.spec  # the same stack, kwargs and wrappers
+    finally:
+        envs.close()
 
 
 def test_short_episodes_still_give_segments_and_labels(tmp_path: Path) -> None:
@@ -165,7 +202,7 @@ def test_env_kwargs_reach_the_env(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(("end_value", "margin"), [("absorbing", 0.0), ("zero", None)])
 def test_hopper_learns_to_stay_up_instead_of_ending_its_episodes(
-    tmp_path: Path, end_value: str, margin: float | None
+    tmp_path: Path, end_value: str, margin: float | None, learning_seed, record_property
 ) -> None:
     """The learned reward never sees a termination, so standard episodes leak the reward's sign
     into the policy. With the absorbing state, 60k steps from 100 oracle labels teach Hopper to
@@ -186,7 +223,7 @@ def test_hopper_learns_to_stay_up_instead_of_ending_its_episodes(
     cfg = Config(
         env_id="Hopper-v5",
         total_timesteps=60 * 1024,
-        seed=1,
+        seed=learning_seed(1),
         feedback="synthetic",
         runs_dir=str(tmp_path),
         run_name="hopper",
@@ -198,5 +235,6 @@ def test_hopper_learns_to_stay_up_instead_of_ending_its_episodes(
     run(cfg)
     lengths = [v for _, v in tb_scalars(tmp_path / "hopper" / "tb", "charts/episodic_length")]
     random_policy, trained = np.mean(lengths[:50]), np.mean(lengths[-50:])
+    record_property("measured", f"{random_policy:.1f} {trained:.1f}")
     assert random_policy < 30, random_policy
     assert trained >= max(random_policy, 125), (random_policy, trained)

@@ -87,12 +87,14 @@ def goal_size(space: gym.Space) -> int:
     return int(np.prod(space["desired_goal"].shape)) if is_goal_space(space) else 0
 
 
-class FlatGoalObservation(gym.ObservationWrapper):
+class FlatGoalObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """One vector per step: ``observation``, ``achieved_goal``, ``desired_goal`` joined in that
-    order; ``info["is_success"]`` holds the env's success flag whatever it calls it."""
+    order; ``info["is_success"]`` holds the env's success flag whatever it calls it. It records
+    its constructor arguments (none), so ``env.spec`` rebuilds the wrapped stack."""
 
     def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.ObservationWrapper.__init__(self, env)
         space = env.observation_space
         if not is_goal_space(space):
             raise ValueError(f"not a goal-conditioned observation space: {space}")

@@ -22,8 +22,16 @@ ENDED = "env_terminated"
 """Info key set to True on every step at which the env itself says the episode is over."""
 
 
-class FixedHorizon(gym.Wrapper):
-    """Never terminate; report the env's termination in ``info[ENDED]`` instead."""
+class FixedHorizon(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Never terminate; report the env's termination in ``info[ENDED]`` instead.
+
+    It records its (no) constructor arguments, as gymnasium's wrappers do, so ``env.spec`` can
+    rebuild the wrapped stack (``gym.make(env.spec)``, ``check_env``).
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.Wrapper.__init__(self, env)
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
