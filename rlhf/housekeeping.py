@@ -34,7 +34,10 @@ class RunInfo:
     """finished, interrupted or crashed (from summary.json), running (a trainer holds it) or
     unknown (no summary: killed, or started before summaries existed)."""
     labels: int | None
-    """Labels in the store; None when it cannot be read."""
+    """Labels of pairs in the store; None when it cannot be read."""
+    ratings: int | None
+    """Graded clips in the store (--feedback-kind ratings or both; 0 in a store older than
+    ratings); None when it cannot be read."""
     env_steps: int | None
     final_return: float | None
     reward_accuracy: float | None
@@ -42,6 +45,13 @@ class RunInfo:
     """Days since anything in the run last changed."""
     sizes: dict[str, int]
     """Bytes per part: videos, checkpoints, tb, labels (the store with its journal), other."""
+
+    @property
+    def answers(self) -> int | None:
+        """Labels given, of both kinds: pairs labelled and clips graded (skips included)."""
+        if self.labels is None or self.ratings is None:
+            return None
+        return self.labels + self.ratings
 
     @property
     def size(self) -> int:
@@ -74,11 +84,13 @@ def _info(path: Path, now: float) -> RunInfo:
     status = summary.get("status", "unknown")
     if is_trainer_running(RunDir(path)):
         status = "running"
+    labels, ratings = _count_answers(path / "labels.sqlite")
     return RunInfo(
         path=path,
         env_id=str(summary.get("env_id") or config.get("env_id") or "?"),
         status=status,
-        labels=_count_labels(path / "labels.sqlite"),
+        labels=labels,
+        ratings=ratings,
         env_steps=summary.get("env_steps"),
         final_return=summary.get("final_true_return"),
         reward_accuracy=summary.get("reward_val_accuracy"),
@@ -109,24 +121,32 @@ def _sizes(root: Path) -> tuple[dict[str, int], float]:
     return sizes, newest
 
 
-def _count_labels(store: Path) -> int | None:
+def _count_answers(store: Path) -> tuple[int | None, int | None]:
+    """(labels, ratings) in the store; (None, None) when it cannot be read."""
     if not store.exists():
-        return 0
+        return 0, 0
     try:
         # mode=ro: listing runs must never create, migrate or lock a store for writing.
         con = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
         try:
-            return int(con.execute("SELECT COUNT(*) FROM labels").fetchone()[0])
+            labels = int(con.execute("SELECT COUNT(*) FROM labels").fetchone()[0])
+            graded = con.execute(  # a store older than ratings (schema 1) has no such table
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='ratings'"
+            ).fetchone()
+            if graded is None:
+                return labels, 0
+            return labels, int(con.execute("SELECT COUNT(*) FROM ratings").fetchone()[0])
         finally:
             con.close()
     except sqlite3.Error:
-        return None
+        return None, None
 
 
 @dataclass(frozen=True)
 class CleanRule:
     """Which runs ``clean`` frees: those that crashed, those untouched for ``max_age_days``, and
-    those with fewer than ``min_labels`` labels (0: this rule is off). Never a running one."""
+    those with fewer than ``min_labels`` labels (0: this rule is off; graded clips count as
+    labels). Never a running one."""
 
     max_age_days: float = 30.0
     min_labels: int = 0
@@ -140,8 +160,10 @@ class CleanRule:
             return "crashed"
         if info.age_days >= self.max_age_days:
             return f"untouched for {info.age_days:.0f} days"
-        if self.min_labels and (info.labels or 0) < self.min_labels:
-            return f"{info.labels or 0} labels < {self.min_labels}"
+        given = info.answers or 0
+        if self.min_labels and given < self.min_labels:
+            kinds = "labels and ratings" if info.ratings else "labels"
+            return f"{given} {kinds} < {self.min_labels}"
         return None
 
 

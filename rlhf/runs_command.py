@@ -19,9 +19,9 @@ class Runs:
 
     list: one line per run. report: the same with each part's size and what clean would free.
     clean: remove videos/ and checkpoints/ of crashed runs and of runs untouched for
-    --max-age-days (and, with --min-labels N, of runs with fewer labels); labels.sqlite,
-    config.json, summary.json and tb/ always stay, and a running run is never touched. Shows what
-    it would remove unless --no-dry-run is given."""
+    --max-age-days (and, with --min-labels N, of runs with fewer labels, graded clips counted);
+    labels.sqlite, config.json, summary.json and tb/ always stay, and a running run is never
+    touched. Shows what it would remove unless --no-dry-run is given."""
 
     action: Annotated[Literal["list", "report", "clean"], tyro.conf.Positional] = "list"
     """What to do: list, report or clean."""
@@ -30,7 +30,8 @@ class Runs:
     max_age_days: float = 30.0
     """clean: runs untouched for this many days are cleaned."""
     min_labels: int = 0
-    """clean: runs with fewer labels than this are cleaned too (0: off)."""
+    """clean: runs with fewer labels than this are cleaned too (0: off); the grades of
+    --feedback-kind ratings count as labels."""
     crashed: bool = True
     """clean: crashed runs are cleaned whatever their age."""
     dry_run: bool = True
@@ -68,12 +69,21 @@ def _row(i: RunInfo) -> list[str]:
         i.env_id,
         i.status,
         "-" if i.env_steps is None else f"{i.env_steps:,}",
-        "?" if i.labels is None else str(i.labels),
+        _answers(i),
         "-" if i.final_return is None else f"{i.final_return:.1f}",
         "-" if i.reward_accuracy is None else f"{i.reward_accuracy:.2f}",
         f"{i.age_days:.1f}",
         human_size(i.size),
     ]
+
+
+def _answers(i: RunInfo) -> str:
+    """The labels cell: labels of pairs, then graded clips where there are any."""
+    if i.labels is None or i.ratings is None:
+        return "?"
+    if not i.ratings:
+        return str(i.labels)
+    return f"{i.ratings} ratings" if not i.labels else f"{i.labels} + {i.ratings} ratings"
 
 
 def _report(infos: list[RunInfo], rule: CleanRule) -> None:

@@ -25,8 +25,11 @@ from tests.helpers import tiny_config
 NOW = time.time()
 
 
-def _fake_run(root: Path, name: str, status: str | None, labels: int, age_days: float) -> Path:
-    """A run directory with every part; its files are ``age_days`` old."""
+def _fake_run(
+    root: Path, name: str, status: str | None, labels: int, age_days: float, ratings: int = 0
+) -> Path:
+    """A run directory with every part; its files are ``age_days`` old. ``ratings`` graded
+    clips (--feedback-kind ratings) make its store one of schema 2 or later."""
     path = root / name
     for part in ("videos", "checkpoints", "tb"):
         (path / part).mkdir(parents=True)
@@ -37,6 +40,10 @@ def _fake_run(root: Path, name: str, status: str | None, labels: int, age_days: 
     con = sqlite3.connect(path / "labels.sqlite")
     con.execute("CREATE TABLE labels (seq INTEGER PRIMARY KEY, answer TEXT)")
     con.executemany("INSERT INTO labels (answer) VALUES (?)", [("left",)] * labels)
+    if ratings:
+        con.execute("CREATE TABLE ratings (seq INTEGER PRIMARY KEY, grade INTEGER)")
+        grades = [(g % 5 if g % 7 else None,) for g in range(ratings)]  # a few skipped
+        con.executemany("INSERT INTO ratings (grade) VALUES (?)", grades)
     con.commit()
     con.close()
     stamp = NOW - age_days * DAY
@@ -90,6 +97,32 @@ def test_min_labels_and_age_rules(runs: Path) -> None:
     assert rule.reason(infos["fresh"]) == "5 labels < 10"
     assert rule.reason(infos["killed"]) is None and rule.reason(infos["crashed"]) is None
     assert CleanRule(max_age_days=30).reason(infos["old"]) == "untouched for 40 days"
+
+
+def test_a_ratings_run_counts_its_grades_as_labels_and_keeps_its_checkpoints(
+    runs: Path, capsys
+) -> None:
+    """--feedback-kind ratings answers go to the store's ratings table, not labels: a run with
+    35 grades has given 35 answers, so --min-labels 30 keeps it (and lists its grades)."""
+    _fake_run(runs, "graded", "finished", labels=0, age_days=2, ratings=35)
+    _fake_run(runs, "mixed", "finished", labels=20, age_days=2, ratings=15)
+    args = ["--runs-dir", str(runs), "--min-labels", "30", "--max-age-days", "1000"]
+    main(["runs", "clean", *args, "--no-crashed", "--no-dry-run"])
+    out = capsys.readouterr().out
+    assert "fresh (5 labels < 30): removed" in out and "graded" not in out and "mixed" not in out
+    assert (runs / "graded" / "checkpoints" / "blob").exists()
+    assert (runs / "mixed" / "checkpoints" / "blob").exists()
+    main(["runs", "list", "--runs-dir", str(runs)])
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "  35 ratings  " in rows["graded"] and "  20 + 15 ratings  " in rows["mixed"]
+    assert "  5  " in rows["fresh"] and "ratings" not in rows["fresh"]
+    infos = {i.path.name: i for i in scan(runs, now=NOW)}
+    assert (infos["graded"].labels, infos["graded"].ratings) == (0, 35)
+    assert infos["mixed"].answers == 35 and infos["fresh"].ratings == 0
+    few = _fake_run(runs, "few", "finished", labels=0, age_days=2, ratings=3)
+    assert CleanRule(1000, 30, False).reason(next(i for i in scan(runs) if i.path == few)) == (
+        "3 labels and ratings < 30"
+    )
 
 
 def test_labels_are_never_deleted_even_inside_a_cleaned_part(runs: Path) -> None:
