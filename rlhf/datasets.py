@@ -103,7 +103,7 @@ def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCount
     rows = read_run(run)
     meta, segments, pairs, labels = rows.meta, rows.segments, rows.pairs, rows.labels
     out.mkdir(parents=True, exist_ok=True)
-    write_segments(out, [s for _, s in segments], meta.get("env_id"))
+    write_segments(out, [s for _, s in segments], meta.get("env_id"), meta.get("env_kwargs"))
     episode = {seg_id: i for i, (seg_id, _) in enumerate(segments)}
     length = {seg_id: len(s) for seg_id, s in segments}
     for pair in pairs:

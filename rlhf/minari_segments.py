@@ -19,6 +19,9 @@ T steps holds:
   the last repeated), which replays the segment. A state of width 0 (an env without it) is
   left out of ``infos``.
 
+The dataset's env spec is the run's env with its ``--env-kwargs`` (a goal env with rlhf's
+flattening wrapper, as its segments saw it), so Minari's ``recover_environment()`` makes it.
+
 Reading is lazy: :class:`SegmentReader` loads only the episodes asked for.
 """
 
@@ -93,8 +96,18 @@ def _episode(index: int, seg: Segment) -> Any:
     )
 
 
-def write_segments(out: Path, segments: list[Segment], env_id: str | None) -> None:
-    """Write ``segments`` as Minari episodes 0..N-1 under ``out`` (nothing when there are none)."""
+def write_segments(
+    out: Path,
+    segments: list[Segment],
+    env_id: str | None,
+    env_kwargs: dict[str, Any] | None = None,
+) -> None:
+    """Write ``segments`` as Minari episodes 0..N-1 under ``out`` (nothing when there are none).
+
+    The dataset keeps the env spec of ``env_id`` with ``env_kwargs`` (the env the run made), so
+    ``minari.load_dataset(...).recover_environment()`` makes it again; where this machine cannot
+    make that env (not installed, or no longer registered) the dataset has no env spec.
+    """
     if not segments:
         return
     minari = _minari()
@@ -107,18 +120,46 @@ def write_segments(out: Path, segments: list[Segment], env_id: str | None) -> No
     if len(shapes) > 1:
         raise ConfigError(f"the run's segments differ in shape {sorted(shapes)}; cannot export")
     unbounded = dict(low=-np.inf, high=np.inf, dtype=np.float32)
-    with _datasets_root(out / MINARI_ROOT), warnings.catch_warnings(), _size_once(minari):
-        warnings.simplefilter("ignore", UserWarning)  # author, permalink, env spec: not known here
-        written = minari.create_dataset_from_buffers(
-            MINARI_ID,
-            [_episode(i, s) for i, s in enumerate(segments)],
-            observation_space=gym.spaces.Box(shape=first.obs.shape[1:], **unbounded),
-            action_space=gym.spaces.Box(shape=first.actions.shape[1:], **unbounded),
-            algorithm_name="rlhf",
-            description=f"Labelled segments of {env_id} (one episode per segment), from rlhf",
-            data_format="arrow",
-        )
+    env = _made_env(env_id, env_kwargs)
+    try:
+        with _datasets_root(out / MINARI_ROOT), warnings.catch_warnings(), _size_once(minari):
+            warnings.simplefilter("ignore", UserWarning)  # author, permalink: not known here
+            written = minari.create_dataset_from_buffers(
+                MINARI_ID,
+                [_episode(i, s) for i, s in enumerate(segments)],
+                env=env,  # its spec, kwargs included; the spaces are the segments' own
+                observation_space=gym.spaces.Box(shape=first.obs.shape[1:], **unbounded),
+                action_space=gym.spaces.Box(shape=first.actions.shape[1:], **unbounded),
+                algorithm_name="rlhf",
+                description=f"Labelled segments of {env_id} (one episode per segment), from rlhf",
+                data_format="arrow",
+            )
+    finally:
+        if env is not None:
+            env.close()
     written.storage.update_metadata({"dataset_size": written.storage.get_size()})
+
+
+def _made_env(env_id: str | None, kwargs: dict[str, Any] | None) -> Any:
+    """The run's env as ``rlhf train`` makes it (a goal env flattened, as its segments are), for
+    its spec; None where it cannot be made here, or its spec cannot be written as JSON (an env
+    registered with a callable entry point): the dataset then has no env spec."""
+    if not env_id:
+        return None
+    import gymnasium as gym
+
+    from rlhf.envs import EnvError, make_env
+
+    try:
+        env = make_env(env_id, kwargs)
+    except (EnvError, gym.error.Error, ImportError):  # unknown here, or a missing dependency
+        return None
+    try:
+        env.spec.to_json()
+    except (AttributeError, TypeError, ValueError):
+        env.close()
+        return None
+    return env
 
 
 @contextlib.contextmanager

@@ -24,6 +24,7 @@ from rlhf.reward_fit import fit_offline
 from rlhf.runner import run
 from rlhf.store import LabelStore
 from rlhf.types import Answer, Pair, Segment
+from tests.helpers import tiny_config
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -228,6 +229,25 @@ def test_segments_are_a_minari_dataset_that_minari_reads(tmp_path: Path) -> None
         8,
     )
     assert "MINARI_DATASETS_PATH" not in __import__("os").environ
+
+
+def test_minari_recovers_the_runs_env_with_its_kwargs(tmp_path: Path, monkeypatch) -> None:
+    """The Minari dataset stores the env spec (with the run's --env-kwargs), so Minari's own
+    ``recover_environment()`` makes the env the segments came from."""
+    minari = pytest.importorskip("minari")
+    query = QueryConfig(total_labels=4, segment_length=20)
+    run(tiny_config(tmp_path / "runs", "Pendulum-v1", env_kwargs='{"g": 9.0}', query=query))
+    export_run(tmp_path / "runs" / "run", tmp_path / "d")
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "d" / "minari"))
+    dataset = minari.load_dataset("rlhf/segments-v0")
+    env = dataset.recover_environment()
+    try:
+        assert env.spec.id == "Pendulum-v1" and env.spec.kwargs["g"] == 9.0
+        assert env.unwrapped.g == 9.0 and env.spec.max_episode_steps == 200
+        assert env.action_space.shape == dataset.action_space.shape
+        assert env.observation_space.shape == dataset.observation_space.shape
+    finally:
+        env.close()
 
 
 def test_round_trip_is_bit_exact_with_physics_absorbing_and_labellers(tmp_path: Path) -> None:
