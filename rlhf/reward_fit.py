@@ -176,6 +176,28 @@ def fit_lazy(
     return learner, FitResult(stats.n_train, len(test), accuracy, _pearson(learner, held_out))
 
 
+def fit_summary(result: FitResult, unused_ratings: bool = False) -> str:
+    """What was trained on and what was measured on the held-out shares, in one line: a figure
+    that could not be measured (no held-out labels, no ratings) is left out, never "nan".
+    ``unused_ratings``: the dataset has ratings that were not read (--lazy says so itself)."""
+    counts = ((result.train_labels, "labels"), (result.train_ratings, "ratings"))
+    trained = " and ".join(f"{n} {kind}" for n, kind in counts if n) or "nothing"
+    held_out = []
+    if not math.isnan(result.test_accuracy):
+        held_out.append(
+            f"held-out accuracy {result.test_accuracy:.3f} on {result.test_labels} labels"
+        )
+    if not math.isnan(result.test_rating_accuracy):
+        held_out.append(
+            f"grade order {result.test_rating_accuracy:.3f} on {result.test_ratings} ratings"
+        )
+    if not math.isnan(result.test_pearson):
+        held_out.append(f"reward vs true reward r={result.test_pearson:.3f}")
+    if not result.train_ratings + result.test_ratings and not unused_ratings:
+        held_out.append("no ratings")
+    return f"trained on {trained}; {', '.join(held_out) or 'nothing held out to measure it on'}"
+
+
 def reward_main(cmd: RewardCommand) -> None:
     from rlhf.datasets import read_info, read_preferences, read_ratings
 
@@ -207,11 +229,7 @@ def reward_main(cmd: RewardCommand) -> None:
     tmp = out.with_name(f".{out.name}.tmp")
     torch.save(state, tmp)
     os.replace(tmp, out)
-    print(
-        f"{out}: trained on {result.train_labels} labels and {result.train_ratings} ratings;"
-        f" held-out accuracy {result.test_accuracy:.3f} on {result.test_labels} labels, grade"
-        f" order {result.test_rating_accuracy:.3f} on {result.test_ratings} ratings, reward vs"
-        f" true reward r={result.test_pearson:.3f}"
-    )
-    if lazy and info.get("counts", {}).get("ratings", 0):
+    unused = lazy and bool(info.get("counts", {}).get("ratings", 0))
+    print(f"{out}: {fit_summary(result, unused)}")
+    if unused:
         print(f"{dataset}: --lazy streams pairs only; the dataset's ratings were not used")

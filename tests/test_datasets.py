@@ -468,6 +468,23 @@ def test_cli_reward_fit_trains_on_pairs_and_ratings_together(tmp_path: Path, cap
     assert "ratings were not used" in capsys.readouterr().out
 
 
+def test_cli_reward_fit_prints_only_what_it_measured(tmp_path: Path, capsys) -> None:
+    """No ratings: no grade order (it was never measured, so not "nan"); ratings only: no
+    pairwise accuracy."""
+    _labelled_store(tmp_path / "pairs", pairs=40)
+    export_run(tmp_path / "pairs", tmp_path / "p")
+    main(["reward", "fit", str(tmp_path / "p"), "--out", str(tmp_path / "p.pt")])
+    out = capsys.readouterr().out
+    assert "nan" not in out and "grade order" not in out and "no ratings" in out, out
+    assert "trained on 32 labels;" in out and "held-out accuracy" in out and " r=" in out
+    _graded_store(tmp_path / "graded", clips=20)
+    export_run(tmp_path / "graded", tmp_path / "g")
+    main(["reward", "fit", str(tmp_path / "g"), "--out", str(tmp_path / "g.pt")])
+    out = capsys.readouterr().out
+    assert "nan" not in out and "accuracy" not in out and "no ratings" not in out, out
+    assert "trained on 16 ratings;" in out and "grade order" in out and "on 4 ratings" in out
+
+
 def test_a_run_whose_store_predates_ratings_exports_without_migrating(tmp_path: Path) -> None:
     import sqlite3
 
