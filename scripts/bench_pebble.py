@@ -75,7 +75,7 @@ def _train(job: Job) -> Result:
     labels = MODES[job.mode]
     sac = SACConfig(hidden_dtype=job.hidden_dtype)  # type: ignore[arg-type]
     if job.quick:
-        sac = SACConfig(learning_starts=500, pretrain_steps=300, hidden_dtype=job.hidden_dtype)  # type: ignore[arg-type]
+        sac = SACConfig(learning_starts=600, pretrain_steps=200, hidden_dtype=job.hidden_dtype)  # type: ignore[arg-type]
     name = job.key
     # A run stopped before its result was written starts again from scratch.
     shutil.rmtree(Path(job.out) / name, ignore_errors=True)
@@ -155,10 +155,10 @@ def main() -> None:
     parser.add_argument("--hidden-dtype", choices=["float32", "bfloat16"], default="float32")
     parser.add_argument("--out", type=Path, default=None, help="results directory (kept)")
     parser.add_argument("--plot", type=Path, default=None, help="learning curves (PNG)")
-    parser.add_argument("--quick", action="store_true", help="HalfCheetah, 2k steps, 1 seed")
+    parser.add_argument("--quick", action="store_true", help="HalfCheetah, 1k steps, 1 seed")
     args = parser.parse_args()
     if args.quick:
-        args.env_id, args.steps, args.seeds = ["HalfCheetah-v5"], 2000, 1
+        args.env_id, args.steps, args.seeds = ["HalfCheetah-v5"], 1000, 1
     with tempfile.TemporaryDirectory() as tmp:
         out = args.out or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
@@ -197,8 +197,8 @@ def main() -> None:
         if not head:
             head = means
     print(
-        f"pebble400_over_sac={head['pebble400'] / head['sac']:.2f}"
-        f" pebble100_over_sac={head['pebble100'] / head['sac']:.2f}"
+        f"ratio_pebble400_over_sac={head['pebble400'] / head['sac']:.2f}"
+        f" ratio_pebble100_over_sac={head['pebble100'] / head['sac']:.2f}"
         f" pebble400_minus_ppo700={head['pebble400'] - head['ppo700']:.0f}"
     )
 
