@@ -113,7 +113,8 @@ def main() -> None:
     )
     print(
         f"checkpoint_kib={size_kib:.0f} checkpoint_ms={ckpt_ms:.1f}"
-        f" checkpoint_share={ckpt_ms / 1000 / iteration_s:.4f} resume_overhead_s={overhead:.2f}"
+        f" ratio_checkpoint_share={ckpt_ms / 1000 / iteration_s:.4f}"
+        f" resume_overhead_s={overhead:.2f}"
     )
 
 
