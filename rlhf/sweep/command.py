@@ -32,7 +32,11 @@ class Sweep:
     """Directory of the cells' run directories and the results (None: sweeps/<SPEC's name>)."""
     address: Annotated[str | None, tyro.conf.arg(metavar="ADDRESS")] = None
     """An existing Ray cluster (HOST:6379 from `ray start --head`, or auto); None: a local Ray
-    started for this sweep (or $RAY_ADDRESS's cluster when set)."""
+    started for this sweep (or $RAY_ADDRESS's cluster when set). A cluster with token
+    authentication (Ray 2.60's `ray start --head` turns it on when its user has a token) gets the
+    token Ray would use: $RAY_AUTH_TOKEN, else the file $RAY_AUTH_TOKEN_PATH, else
+    ~/.ray/auth_token (`ray get-auth-token` on the head prints it); no RAY_AUTH_MODE needed. A
+    cluster that does not answer, or refuses the token, is one line at once."""
     num_cpus: Annotated[int | None, tyro.conf.arg(metavar="INT")] = None
     """CPUs of the local Ray, i.e. cells at a time (None: every core of this machine)."""
     max_retries: int = 3

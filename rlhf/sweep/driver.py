@@ -12,7 +12,7 @@ from rlhf.shell import program, short_path
 from rlhf.sweep.command import Sweep
 from rlhf.sweep.grid import Cell, expand, preflight_cells
 from rlhf.sweep.plot import plot_curves
-from rlhf.sweep.pool import RayOptions, import_ray, map_jobs
+from rlhf.sweep.pool import RayOptions, check_cluster, import_ray, map_jobs
 from rlhf.sweep.progress import duration
 from rlhf.sweep.results import (
     cell_table,
@@ -60,12 +60,13 @@ def run_sweep(command: Sweep, out: TextIO | None = None) -> list[CellResult]:
     out = out if out is not None else sys.stdout
     spec, cells, root = prepare(command)
     todo = [cell for cell in cells if plan(cell)[0] is not Action.SKIP]
-    if todo:
-        import_ray()  # the install hint before any directory is made
+    options = RayOptions(command.address, command.num_cpus, command.max_retries, command.dashboard)
+    if todo:  # before any directory is made: the install hint, a cluster that does not answer
+        import_ray()
+        check_cluster(options)
     root.mkdir(parents=True, exist_ok=True)
     say = functools.partial(print, file=sys.stderr, flush=True)
     say(f"sweep {root}: {len(cells)} cells, {len(cells) - len(todo)} finished before")
-    options = RayOptions(command.address, command.num_cpus, command.max_retries, command.dashboard)
     try:
         outcomes = map_jobs(
             functools.partial(run_cell, setup=spec.setup),

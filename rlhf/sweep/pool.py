@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from rlhf.config import ConfigError
 from rlhf.shell import missing_extra
+from rlhf.sweep.cluster import Cluster, find_cluster, token_mode
 from rlhf.sweep.progress import ProgressView
 from rlhf.sweep.worker import one_line
 
@@ -66,29 +67,56 @@ def ray_session(options: RayOptions, say: Callable[[str], None]) -> Iterator[int
     """Ray for the jobs (started here unless this process already has it); yields its CPUs."""
     ray = import_ray()
     started = not ray.is_initialized()
-    if started:
-        _init(ray, options, say)
-    try:
-        yield max(1, int(ray.cluster_resources().get("CPU", 1)))
-    finally:
+    with contextlib.ExitStack() as stack:
         if started:
-            ray.shutdown()
+            _init(ray, options, say, stack)
+        try:
+            yield max(1, int(ray.cluster_resources().get("CPU", 1)))
+        finally:
+            if started:
+                ray.shutdown()
 
 
-def _init(ray: Any, options: RayOptions, say: Callable[[str], None]) -> None:
+def check_cluster(options: RayOptions) -> Cluster | None:
+    """The cluster the options name (``--address`` or ``$RAY_ADDRESS``), checked to answer and
+    to take this user's token (see :mod:`rlhf.sweep.cluster`); None: a local Ray.
+
+    Raises:
+        ConfigError: one line naming the cause and the fix.
+    """
     address = options.address or os.environ.get("RAY_ADDRESS") or None
+    if address is None:
+        return None
+    if options.num_cpus is not None:
+        raise ConfigError("--num-cpus sizes a local Ray; a cluster (--address) has its own")
+    return find_cluster(address, _named(options))
+
+
+def _named(options: RayOptions) -> str:
+    """How the cluster's address reads in messages: the flag, or the variable, that gave it."""
+    if options.address:
+        return f"--address {options.address}"
+    return f"RAY_ADDRESS={os.environ.get('RAY_ADDRESS')}"
+
+
+def _init(
+    ray: Any, options: RayOptions, say: Callable[[str], None], stack: contextlib.ExitStack
+) -> None:
+    """``ray.init``: a local Ray, or the cluster at the address (checked first, see
+    :mod:`rlhf.sweep.cluster`: a token the cluster wants is sent, any failure is one line)."""
     # Ray's INFO lines and the workers' output would bury the progress view; both stay in
     # Ray's session logs (/tmp/ray/session_latest/logs) and the dashboard.
     quiet: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
     start = time.monotonic()
-    if address is not None:
-        if options.num_cpus is not None:
-            raise ConfigError("--num-cpus sizes a local Ray; a cluster (--address) has its own")
+    cluster = check_cluster(options)
+    if cluster is not None:
+        stack.enter_context(token_mode(cluster))
         try:
-            context = ray.init(address=address, **quiet)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise ConfigError(f"--address {address}: cannot connect ({one_line(exc)})") from None
-        where = f"cluster at {address}"
+            context = ray.init(address=cluster.address, **quiet)
+        except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:
+            raise ConfigError(f"{_named(options)}: cannot connect ({one_line(exc)})") from None
+        token = "" if cluster.token_from is None else f", token from {cluster.token_from}"
+        where = f"cluster at {cluster.target}{token}"
     else:
         cpus = options.num_cpus if options.num_cpus is not None else os.cpu_count() or 1
         if cpus < 1:
