@@ -126,9 +126,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300_000, help="env steps per run")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (one core each)")
-    parser.add_argument("--quick", action="store_true", help="20k steps, one seed")
+    parser.add_argument("--quick", action="store_true", help="10k steps, one seed")
     args = parser.parse_args()
-    steps, seeds = (20_480, [1]) if args.quick else (args.steps, args.seeds)
+    steps, seeds = (10_240, [1]) if args.quick else (args.steps, args.seeds)
     jobs = [(impl, seed, steps) for seed in seeds for impl in ("rlhf", "sb3")]
     results = run_jobs(_job, jobs, args.jobs, describe=_describe)
     print(f"{'impl':6} {'seed':>4} {'steps':>8} {'seconds':>8} {'steps/s':>8} {'final return':>13}")
