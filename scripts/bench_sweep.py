@@ -70,9 +70,9 @@ def main() -> None:
     )
     parser.add_argument("--steps", type=int, default=50_000, help="env steps per run")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="10k steps, 2 repeats")
+    parser.add_argument("--quick", action="store_true", help="4k steps, 2 repeats")
     args = parser.parse_args()
-    steps, repeats = (10_240, 2) if args.quick else (args.steps, args.repeats)
+    steps, repeats = (4_096, 2) if args.quick else (args.steps, args.repeats)
     rows: list[tuple[str, int, float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         runs = Path(tmp)
