@@ -28,7 +28,7 @@ Envs (``--env-id``), each with its horizon, success signal and SAC settings:
     .venv/bin/python scripts/bench_her.py --env-id FetchReach-v4 --seeds 3
     .venv/bin/python scripts/bench_her.py --quick                    # smoke check
 
-Needs the goals extra (gymnasium-robotics, mujoco < 4): pip install -e '.[goals]'
+Needs the goals extra (gymnasium-robotics, mujoco < 4): scripts/setup.sh goals
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ dispatch and reading the cell's TensorBoard curve. The first Ray cell starts a w
     .venv/bin/python scripts/bench_sweep.py             # 50k steps, 3 repeats
     .venv/bin/python scripts/bench_sweep.py --quick     # under a minute, smoke check
 
-Needs Ray: scripts/setup.sh bench (or pip install 'rlhf[sweep]')
+Needs Ray: scripts/setup.sh bench
 """
 
 from __future__ import annotations

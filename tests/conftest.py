@@ -20,6 +20,23 @@ from rlhf.types import Pair, Segment
 torch.set_num_threads(1)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--learning-seed",
+        type=int,
+        default=None,
+        help="run the learning tests on this seed instead of their own, to measure their margins"
+        " (each records what it measured as the junitxml property 'measured')",
+    )
+
+
+@pytest.fixture
+def learning_seed(request: pytest.FixtureRequest) -> Callable[[int], int]:
+    """``learning_seed(default)``: the seed a learning test runs on (``--learning-seed`` wins)."""
+    given = request.config.getoption("--learning-seed")
+    return lambda default: default if given is None else given
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     """A seeded generator, so every random test input is reproducible."""

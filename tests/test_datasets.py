@@ -22,6 +22,7 @@ from rlhf.datasets import (
 from rlhf.reward.learner import RewardLearner
 from rlhf.reward_fit import fit_offline
 from rlhf.runner import run
+from rlhf.shell import install_extra
 from rlhf.store import LabelStore
 from rlhf.types import Answer, Pair, Segment
 from tests.helpers import tiny_config
@@ -122,7 +123,7 @@ def test_cli_round_trip_and_missing_pyarrow(
     with pytest.raises(SystemExit):
         main(["export", str(source), str(tmp_path / "e")])
     err = capsys.readouterr().err
-    assert "pip install 'rlhf[data]'" in err and err.count("\n") == 1
+    assert install_extra("data") in err and err.count("\n") == 1
 
 
 def _labelled_store(path: Path, pairs: int, seed: int = 0) -> None:
@@ -311,7 +312,7 @@ def test_without_minari_export_says_how_to_install_it(tmp_path: Path, monkeypatc
     with pytest.raises(SystemExit):
         main(["export", str(tmp_path / "run"), str(tmp_path / "e")])
     err = capsys.readouterr().err
-    assert "minari" in err and "pip install 'rlhf[data]'" in err and err.count("\n") == 1
+    assert "minari" in err and install_extra("data") in err and err.count("\n") == 1
 
 
 SCALE = {"levels": 4, "names": ["fell", "wobbly", "ok", "graceful"]}

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rlhf.cli import main
+from rlhf.shell import install_extra
 from rlhf.sweep.command import Sweep
 from rlhf.sweep.driver import prepare
 from rlhf.sweep.grid import cell_name
@@ -161,7 +162,7 @@ def test_without_ray_the_command_says_how_to_install_it(
         main(["sweep", _spec(tmp_path, GOOD), "--sweep-dir", str(tmp_path / "out")])
     assert info.value.code == 2
     assert capsys.readouterr().err.strip() == (
-        "rlhf: error: rlhf sweep needs Ray, which is not installed: pip install 'rlhf[sweep]'"
+        "rlhf: error: rlhf sweep needs Ray, which is not installed: " + install_extra("sweep")
     )
 
 
