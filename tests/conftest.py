@@ -38,9 +38,9 @@ def learning_seed(request: pytest.FixtureRequest) -> Callable[[int], int]:
 
 
 @pytest.fixture
-def rng() -> np.random.Generator:
-    """A seeded generator, so every random test input is reproducible."""
-    return np.random.default_rng(0)
+def rng(learning_seed: Callable[[int], int]) -> np.random.Generator:
+    """A seeded generator, so every random test input is reproducible (``--learning-seed`` too)."""
+    return np.random.default_rng(learning_seed(0))
 
 
 # -- web fixtures (labelling server) ---------------------------------------------------------------

@@ -94,8 +94,10 @@ def _wait_for_step(child: subprocess.Popen, checkpoint: Path, step: int, timeout
 
 
 @pytest.mark.slow
-def test_resume_after_sigkill_finishes_the_budget_with_every_label(tmp_path: Path) -> None:
-    cfg = _toy(tmp_path, "killed")
+def test_resume_after_sigkill_finishes_the_budget_with_every_label(
+    tmp_path: Path, learning_seed, record_property
+) -> None:
+    cfg = _toy(tmp_path, "killed", seed=learning_seed(1))
     root = tmp_path / "killed"
     child = _child(_cli_args(cfg))
     try:
@@ -123,14 +125,13 @@ def test_resume_after_sigkill_finishes_the_budget_with_every_label(tmp_path: Pat
     acc.Reload()
     steps = [event.step for event in acc.Scalars("charts/sps")]
     assert steps == list(range(BATCH, STEPS + 1, BATCH))
-    # As good as uninterrupted runs: within their seed-to-seed spread.
-    returns = [
-        run(_toy(tmp_path, f"whole{seed}", seed=seed)).final_true_return for seed in (1, 2, 3)
-    ]
-    lo, hi = min(returns), max(returns)  # type: ignore[type-var]
-    assert summary.final_true_return is not None
-    assert lo - (hi - lo) <= summary.final_true_return <= hi + (hi - lo), (summary, returns)
-    assert summary.final_true_return > -45  # a random policy scores about -63
+    # As good as the uninterrupted run of the same seed (not bit-identical: a resumed run starts
+    # new episodes). Seeds 1-5 (torch 2.13.0), resumed minus uninterrupted: -1.4, -2.4, +3.1,
+    # +10.3, +21.7 (uninterrupted -13, -16, -18, -36, -58); the bar is -10.
+    whole = run(_toy(tmp_path, "whole", seed=cfg.seed)).final_true_return
+    record_property("measured", f"{summary.final_true_return} {whole}")
+    assert summary.final_true_return is not None and whole is not None
+    assert summary.final_true_return > whole - 10, (summary, whole)
 
 
 def _wait_for_file(child: subprocess.Popen, path: Path, timeout: float) -> None:

@@ -145,13 +145,20 @@ def test_a_terminated_transition_bootstraps_from_the_terminal_value(hidden_dtype
 
 
 @pytest.mark.slow
-def test_sac_with_synthetic_labels_improves_the_true_return(tmp_path: Path) -> None:
-    """PEBBLE on the toy task: pretraining, critic reset, 200 oracle labels, 5,000 steps."""
-    initial = run(_cfg(tmp_path, "random", 500, reward="env")).final_true_return  # random acts
-    summary = run(_cfg(tmp_path, "pebble", 5000))
+def test_sac_with_synthetic_labels_improves_the_true_return(
+    tmp_path: Path, learning_seed, record_property
+) -> None:
+    """PEBBLE on the toy task: pretraining, critic reset, 200 oracle labels, 5,000 steps.
+
+    Seeds 1-5 (torch 2.13.0): random actions -60, -52, -55, -38, -62; PEBBLE -12.7, -19.9,
+    -14.5, -8.2, -14.5 (SAC on the true reward ~ -9). The gain is 30 to 47, the bar 20; the
+    random policy's bar, -30, is 8 above its highest seed."""
+    seed = learning_seed(1)
+    initial = run(_cfg(tmp_path, "random", 500, reward="env", seed=seed)).final_true_return
+    summary = run(_cfg(tmp_path, "pebble", 5000, seed=seed))
+    record_property("measured", f"{initial} {summary.final_true_return}")
     assert initial is not None and summary.final_true_return is not None
-    assert initial < -45, initial
-    # Seeds 1-3 reach -13.5, -12.0, -11.8 here; SAC on the true reward ~ -9 (random ~ -55).
+    assert initial < -30, initial
     assert summary.final_true_return > initial + 20, (initial, summary.final_true_return)
     assert summary.labels_used >= 180
     state = load_checkpoint(tmp_path / "pebble" / "checkpoints" / "last.pt")
