@@ -21,14 +21,14 @@ Envs (``--env-id``), each with its horizon, success signal and SAC settings:
   success: ``info["is_success"]`` on the last step; SAC as rl-zoo3 tunes it for FetchReach
   (gamma 0.95, lr 1e-3, batch 256, 64-wide networks, one actor step per critic step, inputs
   standardised by running mean and std; ``--no-normalize`` feeds them raw) with tau 0.05 (the
-  HER paper's). They need mujoco < 4 (gymnasium-robotics 1.4.2's Fetch robots fail on mujoco
+  HER paper's). They need mujoco < 3.4 (gymnasium-robotics 1.4.2's Fetch robots fail on mujoco
   4.0.0), which the goals extra pins; on mujoco 4 they are refused in one line.
 
     .venv/bin/python scripts/bench_her.py                            # PointMaze, 20k steps
     .venv/bin/python scripts/bench_her.py --env-id FetchReach-v4 --seeds 3
     .venv/bin/python scripts/bench_her.py --quick                    # smoke check
 
-Needs the goals extra (gymnasium-robotics, mujoco < 4): scripts/setup.sh goals
+Needs the goals extra (gymnasium-robotics, mujoco < 3.4): scripts/setup.sh goals
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Refresh the committed locks from pyproject.toml's ranges: scripts/lock.sh
 #   requirements/lock.txt        every extra but goals (what scripts/setup.sh installs by default)
-#   requirements/lock-goals.txt  the same with the goals extra (gymnasium-robotics, mujoco < 4)
+#   requirements/lock-goals.txt  the same with the goals extra (gymnasium-robotics, mujoco < 3.4)
 # pip-tools resolves in a throwaway venv; run scripts/test.sh afterwards and commit the locks only
 # if the suite passes. The locks pin versions, not hashes: the CPU build of torch found on some
 # machines and PyPI's build of the same version differ in hash, and both must satisfy the lock.

@@ -3,7 +3,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/system_deps.sh"
-bash "$ROOT/scripts/setup.sh" test
+bash "$ROOT/scripts/setup.sh" test,bench  # bench: every scripts/bench_*.py --quick runs in the suite
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 cd "$ROOT"
 "$ROOT/.venv/bin/ruff" check rlhf tests scripts

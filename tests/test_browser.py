@@ -17,6 +17,7 @@ import pytest
 
 from rlhf.config import WebConfig
 from rlhf.server import ServerHandle, serve_in_thread
+from rlhf.shell import program
 from rlhf.store import VIDEO_READY, LabelStore
 from rlhf.testing import CHROMIUM, CHROMIUM_ARGS
 from rlhf.types import Answer, Pair, Segment
@@ -362,7 +363,11 @@ def test_answers_on_their_way_when_the_run_finishes_are_all_stored(
         assert page.locator("#finished-message").inner_text() == final.message
         assert page.locator("#finished b").count() == 0
         assert page.locator("#resume-command").inner_text() == final.resume_command
-        assert page.locator("#watch-command").inner_text().startswith("tensorboard --logdir ")
+        assert (
+            page.locator("#watch-command")
+            .inner_text()
+            .startswith(f"{program('tensorboard')} --logdir ")
+        )
         assert (
             page.locator("#finished-saving").inner_text().startswith("All your answers are saved")
         )

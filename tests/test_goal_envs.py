@@ -246,7 +246,7 @@ def test_fetch_on_mujoco_4_is_refused_in_one_line(
     monkeypatch.setattr(mujoco, "__version__", "4.0.0")
     with pytest.raises(ConfigError) as err:
         preflight(_tiny(tmp_path, "FetchReach-v4"))
-    assert "FetchReach-v4 needs mujoco < 4" in str(err.value) and "\n" not in str(err.value)
+    assert "FetchReach-v4 needs mujoco < 3.4" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_success_rates_survive_a_checkpoint_and_old_checkpoints_have_none() -> None:

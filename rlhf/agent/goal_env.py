@@ -19,10 +19,12 @@ from rlhf.envs import check_env_id, is_goal_space
 from rlhf.envs.goals import goal_reward_fn, goals_extra_missing, mujoco_problem
 
 
-def mujoco_major() -> int:
+def mujoco_release() -> tuple[int, int]:
+    """The installed mujoco's (major, minor)."""
     import mujoco
 
-    return int(mujoco.__version__.split(".")[0])
+    major, minor = mujoco.__version__.split(".")[:2]
+    return int(major), int(minor)
 
 
 def goal_env_problem(env_id: str) -> str | None:
@@ -31,7 +33,7 @@ def goal_env_problem(env_id: str) -> str | None:
         version("gymnasium-robotics")
     except PackageNotFoundError:
         return goals_extra_missing(env_id)
-    return mujoco_problem(env_id, mujoco_major())
+    return mujoco_problem(env_id, mujoco_release())
 
 
 def make_goal_env(env_id: str, horizon: int, **kwargs: object) -> gym.Env:

@@ -55,17 +55,20 @@ def goals_extra_missing(env_id: str) -> str:
 
 
 MUJOCO_3_ONLY = ("Fetch",)
-"""Env id prefixes that need mujoco < 4: gymnasium-robotics 1.4.2's Fetch robots fail on mujoco
-4.0.0 with an assertion in ``set_joint_qpos`` (a joint type it does not expect)."""
+"""Env id prefixes that need mujoco < 3.4: gymnasium-robotics 1.4.2's Fetch robots fail on mujoco
+4.0.0 and 3.17.0 with an assertion in ``set_joint_qpos`` (a joint type it does not expect), and
+run on 3.3.7."""
+MUJOCO_FOR_FETCH = (3, 4)
+"""The first mujoco release (major, minor) Fetch is refused on: the goals extra's bound."""
 
 
-def mujoco_problem(env_id: str, mujoco_major: int) -> str | None:
-    """Why ``env_id`` cannot run on this mujoco major version, in one line (None: it can)."""
-    if not env_id.startswith(MUJOCO_3_ONLY) or mujoco_major < 4:
+def mujoco_problem(env_id: str, mujoco_release: tuple[int, int]) -> str | None:
+    """Why ``env_id`` cannot run on this mujoco (major, minor), in one line (None: it can)."""
+    if not env_id.startswith(MUJOCO_3_ONLY) or mujoco_release < MUJOCO_FOR_FETCH:
         return None
     return (
-        f"{env_id} needs mujoco < 4 (gymnasium-robotics {_version('gymnasium-robotics')} fails"
-        f" on mujoco {_version('mujoco')}); the goals extra pins mujoco < 4:"
+        f"{env_id} needs mujoco < 3.4 (gymnasium-robotics {_version('gymnasium-robotics')} fails"
+        f" on mujoco {_version('mujoco')}); the goals extra pins mujoco < 3.4:"
         f" {install_extra('goals')}"
     )
 

@@ -123,7 +123,7 @@ def make_env(env_id: str, kwargs: dict[str, Any] | None = None, **extra: Any) ->
     A goal-conditioned env comes flattened (:class:`rlhf.envs.goals.FlatGoalObservation`).
     """
     check_env_id(env_id)
-    problem = mujoco_problem(env_id, int(mujoco.__version__.split(".")[0]))
+    problem = mujoco_problem(env_id, tuple(int(p) for p in mujoco.__version__.split(".")[:2]))
     if problem:  # it would fail later in an assertion, deep in its reset
         raise EnvError(problem)
     try:

@@ -1,6 +1,6 @@
 """Goal-conditioned envs into the HER buffer (rlhf.agent.goal_env, scripts/bench_her.py).
 
-The env tests need gymnasium-robotics (the goals extra) and, for Fetch, mujoco < 4; CI installs
+The env tests need gymnasium-robotics (the goals extra) and, for Fetch, mujoco < 3.4; CI installs
 neither (``.[test]`` on mujoco 4), so there they are skipped and only the refusals run.
 """
 
@@ -47,16 +47,20 @@ def _needs(env_id: str) -> None:
         pytest.skip(problem)
 
 
-def test_fetch_on_mujoco_4_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    versions = {"mujoco": "4.0.0", "gymnasium-robotics": "1.4.2"}
+@pytest.mark.parametrize("mujoco", ["4.0.0", "3.17.0"])  # both fail Fetch; 3.3.7 runs it
+def test_fetch_on_a_newer_mujoco_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, mujoco: str
+) -> None:
+    versions = {"mujoco": mujoco, "gymnasium-robotics": "1.4.2"}
     monkeypatch.setattr(goal_env, "version", versions.__getitem__)
     monkeypatch.setattr(goals, "version", versions.__getitem__)
-    monkeypatch.setattr(goal_env, "mujoco_major", lambda: 4)
+    release = tuple(int(p) for p in mujoco.split(".")[:2])
+    monkeypatch.setattr(goal_env, "mujoco_release", lambda: release)
     with pytest.raises(ConfigError) as refused:
         make_goal_env("FetchReach-v4", 50)
     assert str(refused.value) == (
-        "FetchReach-v4 needs mujoco < 4 (gymnasium-robotics 1.4.2 fails on mujoco 4.0.0);"
-        f" the goals extra pins mujoco < 4: {install_extra('goals')}"
+        f"FetchReach-v4 needs mujoco < 3.4 (gymnasium-robotics 1.4.2 fails on mujoco {mujoco});"
+        f" the goals extra pins mujoco < 3.4: {install_extra('goals')}"
     )
     assert goal_env_problem("PointMaze_UMaze-v3") is None  # PointMaze runs on mujoco 4
 

@@ -15,6 +15,7 @@ import rlhf.feedback.session as session_mod
 from rlhf.config import VideoConfig, WebConfig
 from rlhf.feedback.session import LabellingSession, mark_no_trainer, serve_run, watch_command
 from rlhf.render.worker import RenderWorker
+from rlhf.shell import program
 from rlhf.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import LabelStore
 from rlhf.types import Answer
@@ -118,7 +119,9 @@ def test_a_real_session_serves_and_stop_releases_port_and_worker(web_run: Run) -
         port = int(session.local_url.rsplit(":", 1)[1])
         assert session.url == f"http://127.0.0.1:{port}/"
         status, _, body = _http(port, "GET", "/api/status")
-        assert status == 200 and json.loads(body)["watch_command"].startswith("tensorboard")
+        assert status == 200 and json.loads(body)["watch_command"].startswith(
+            program("tensorboard")
+        )
         assert _http(port, "POST", "/api/label", {"pair_id": 1, "answer": "left"})[0] == 200
         assert session.worker is not None
         pid = session.worker.pid
@@ -154,8 +157,9 @@ def test_watch_command_is_relative_to_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert watch_command(tmp_path / "runs") == "tensorboard --logdir runs"
-    assert watch_command(Path("/somewhere else")) == "tensorboard --logdir '/somewhere else'"
+    board = program("tensorboard")  # the form that runs from here (see tests/test_printed_commands)
+    assert watch_command(tmp_path / "runs") == f"{board} --logdir runs"
+    assert watch_command(Path("/somewhere else")) == f"{board} --logdir '/somewhere else'"
 
 
 # -- serve_run ---------------------------------------------------------------------------------------
