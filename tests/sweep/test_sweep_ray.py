@@ -60,6 +60,9 @@ def _stop_halfway(spec: Path, out: Path) -> subprocess.Popen:
         [sys.executable, "-m", "rlhf", "sweep", str(spec), "--sweep-dir", str(out),
          "--num-cpus", "1", "--no-dashboard"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # A suite started in the background by a non-interactive shell inherits SIGINT ignored,
+        # and Python keeps it so: give the sweep the Ctrl-C a terminal would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     deadline = time.monotonic() + 120
     while not (_finished(out / CELLS[0]) and (out / CELLS[1] / "checkpoints" / "last.pt").exists()):
