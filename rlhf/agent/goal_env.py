@@ -16,15 +16,7 @@ import numpy as np
 from rlhf.agent.her import GoalEpisode, GoalRewardFn
 from rlhf.config import ConfigError
 from rlhf.envs import check_env_id, is_goal_space
-from rlhf.envs.goals import goal_reward_fn, goals_extra_missing, mujoco_problem
-
-
-def mujoco_release() -> tuple[int, int]:
-    """The installed mujoco's (major, minor)."""
-    import mujoco
-
-    major, minor = mujoco.__version__.split(".")[:2]
-    return int(major), int(minor)
+from rlhf.envs.goals import goal_reward_fn, goals_extra_missing, mujoco_problem, mujoco_release
 
 
 def goal_env_problem(env_id: str) -> str | None:

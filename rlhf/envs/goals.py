@@ -62,6 +62,14 @@ MUJOCO_FOR_FETCH = (3, 4)
 """The first mujoco release (major, minor) Fetch is refused on: the goals extra's bound."""
 
 
+def mujoco_release() -> tuple[int, int]:
+    """The installed mujoco's (major, minor)."""
+    import mujoco
+
+    major, minor = mujoco.__version__.split(".")[:2]
+    return int(major), int(minor)
+
+
 def mujoco_problem(env_id: str, mujoco_release: tuple[int, int]) -> str | None:
     """Why ``env_id`` cannot run on this mujoco (major, minor), in one line (None: it can)."""
     if not env_id.startswith(MUJOCO_3_ONLY) or mujoco_release < MUJOCO_FOR_FETCH:

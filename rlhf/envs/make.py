@@ -25,6 +25,7 @@ from rlhf.envs.goals import (
     goals_extra_missing,
     is_goal_space,
     mujoco_problem,
+    mujoco_release,
 )
 from rlhf.envs.state import StateKind, mujoco_sim, state_kind, state_sizes
 from rlhf.envs.wrappers import FixedHorizon
@@ -123,7 +124,7 @@ def make_env(env_id: str, kwargs: dict[str, Any] | None = None, **extra: Any) ->
     A goal-conditioned env comes flattened (:class:`rlhf.envs.goals.FlatGoalObservation`).
     """
     check_env_id(env_id)
-    problem = mujoco_problem(env_id, tuple(int(p) for p in mujoco.__version__.split(".")[:2]))
+    problem = mujoco_problem(env_id, mujoco_release())
     if problem:  # it would fail later in an assertion, deep in its reset
         raise EnvError(problem)
     try:

@@ -23,22 +23,11 @@ import pytest
 
 pytest.importorskip("ray")
 
-ROOT = Path(__file__).resolve().parents[2]
-SPEC = """
-seeds = [1]
-setup = ["tests.sweep.envs:register"]
+from tests.sweep.test_sweep_ray import ROOT
+from tests.sweep.test_sweep_ray import SPEC as TOY_SPEC
 
-[train]
-env-id = "rlhf-test/PointGoal-v0"
-total-timesteps = 512
-num-steps = 256
-num-minibatches = 4
-update-epochs = 1
-query.segment-length = 10
-
-[grid]
-"query.total-labels" = [20, 40]
-"""
+# test_sweep_ray's toy grid, one seed: two cells of 512 steps.
+SPEC = TOY_SPEC.format(steps=512).replace("seeds = [1, 2]", "seeds = [1]")
 TOKEN = "0123456789abcdef" * 4
 
 
