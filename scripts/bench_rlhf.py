@@ -363,7 +363,7 @@ def main() -> None:
     )
     out = args.out or Path(tempfile.gettempdir()) / f"bench_rlhf_{steps}"
     out.mkdir(parents=True, exist_ok=True)
-    plot = args.plot or ROOT / "readme_images" / f"rlhf_vs_ppo_{steps // 1000}k.png"
+    plot = args.plot or ROOT / "docs" / "images" / f"rlhf_vs_ppo_{steps // 1000}k.png"
     jobs = [
         Job(
             env_id,

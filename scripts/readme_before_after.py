@@ -1,7 +1,7 @@
 """The README's before/after picture: an untrained and a trained agent side by side, as an
 animated GIF, drawn the way ``rlhf record`` draws a run's agent.
 
-    PYTHONPATH=. python scripts/readme_before_after.py RUN [--out readme_images/before_after.gif]
+    PYTHONPATH=. python scripts/readme_before_after.py RUN [--out docs/images/before_after.gif]
 
 RUN is a finished run (its ``checkpoints/agent.pt``); "before" is the same network freshly
 initialised (seed 0), so both sides start from the same reset.
@@ -30,7 +30,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path)
-    parser.add_argument("--out", type=Path, default=Path("readme_images/before_after.gif"))
+    parser.add_argument("--out", type=Path, default=Path("docs/images/before_after.gif"))
     parser.add_argument("--steps", type=int, default=120)
     parser.add_argument("--size", type=int, default=160)
     args = parser.parse_args()

@@ -1,7 +1,7 @@
 """The labelling page in a real (headless) Chromium, driven by Playwright.
 
 Also takes the screenshot the README shows (``RLHF_UPDATE_SCREENSHOT=1`` writes it to
-``readme_images/labelling_ui.png``).
+``docs/images/labelling_ui.png``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from rlhf.types import Answer, Pair, Segment
 
 pytestmark = pytest.mark.browser
 
-README_SCREENSHOT = Path(__file__).resolve().parents[1] / "readme_images" / "labelling_ui.png"
+README_SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "images" / "labelling_ui.png"
 
 try:
     from playwright.sync_api import Browser, Page, Route, sync_playwright
