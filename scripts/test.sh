@@ -3,9 +3,21 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/system_deps.sh"
-bash "$ROOT/scripts/setup.sh" test,bench  # bench: every scripts/bench_*.py --quick runs in the suite
+# bench: every scripts/bench_*.py --quick runs in the suite; docs: the site below
+bash "$ROOT/scripts/setup.sh" test,bench,docs
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 cd "$ROOT"
-"$ROOT/.venv/bin/ruff" check rlhf tests scripts
-"$ROOT/.venv/bin/ruff" format --check rlhf tests scripts
+"$ROOT/.venv/bin/ruff" check rlhf tests scripts docs
+"$ROOT/.venv/bin/ruff" format --check rlhf tests scripts docs
+# The docs build strictly (no broken link, anchor or page; the generated command reference
+# included): its log only when it fails.
+SITE="$(mktemp -d)"
+if ! NO_MKDOCS_2_WARNING=1 "$ROOT/.venv/bin/mkdocs" build --strict --site-dir "$SITE" \
+    >"$SITE.log" 2>&1; then
+    cat "$SITE.log" >&2
+    echo "rlhf test: the docs do not build (mkdocs build --strict); see above" >&2
+    rm -rf "$SITE" "$SITE.log"
+    exit 1
+fi
+rm -rf "$SITE" "$SITE.log"
 exec "$ROOT/.venv/bin/python" -m pytest "$@"
