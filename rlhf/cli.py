@@ -21,11 +21,11 @@ from typing import Annotated, TypeVar
 
 import tyro
 
-from rlhf import config_paths
+from rlhf.commands.record import Record
+from rlhf.commands.runs import Export, Import, Runs
 from rlhf.config import Config, ConfigError, VideoConfig, WebConfig
-from rlhf.record import Record
-from rlhf.reward_fit import RewardCommand
-from rlhf.runs_command import Export, Import, Runs
+from rlhf.config import paths as config_paths
+from rlhf.reward.fit import RewardCommand
 from rlhf.sweep.command import Sweep
 
 T = TypeVar("T")
@@ -115,7 +115,7 @@ def parse(argv: list[str]) -> Config | Serve | Sweep | Runs | Export | Import | 
 
 def _resume(args: list[str], root: Path) -> Config:
     """``rlhf train --resume DIR [flags]``: the stored config, with the flags that may change."""
-    from rlhf.run_dir import read_config, resumed_config
+    from rlhf.run.run_dir import read_config, resumed_config
 
     if root.name in ("", ".", ".."):  # "--resume ." names the run by its real directory name
         root = root.resolve()
@@ -211,23 +211,23 @@ def main(argv: list[str] | None = None) -> None:
 
             sweep_main(command)
         elif isinstance(command, Runs):
-            from rlhf.runs_command import runs_main
+            from rlhf.commands.runs import runs_main
 
             runs_main(command)
         elif isinstance(command, Export | Import):
-            from rlhf.runs_command import export_main, import_main
+            from rlhf.commands.runs import export_main, import_main
 
             (export_main if isinstance(command, Export) else import_main)(command)
         elif isinstance(command, Record):
-            from rlhf.record import record_main
+            from rlhf.commands.record import record_main
 
             record_main(command)
         elif isinstance(command, RewardCommand):
-            from rlhf.reward_fit import reward_main
+            from rlhf.reward.fit import reward_main
 
             reward_main(command)
         else:
-            from rlhf.runner import run
+            from rlhf.run.runner import run
 
             run(command)
     except ConfigError as exc:
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _serve(command: Serve) -> None:
-    from rlhf.run_dir import open_run_dir
+    from rlhf.run.run_dir import open_run_dir
 
     command.web.validate()
     run_dir = open_run_dir(command.run)

@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from rlhf.config import WebConfig
+from rlhf.core.types import Pair, Segment
 from rlhf.server import serve_in_thread
 from rlhf.store import LabelStore
-from rlhf.types import Pair, Segment
 
 ANSWERS = ("left", "right", "equal", "skip")
 

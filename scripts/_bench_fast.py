@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from rlhf.config import VideoConfig, WebConfig
+from rlhf.core.chromium import CHROMIUM, CHROMIUM_ARGS
+from rlhf.core.types import Pair, Segment
 from rlhf.feedback.session import LabellingSession
 from rlhf.render.worker import pool_size
 from rlhf.store import LabelStore
-from rlhf.testing import CHROMIUM, CHROMIUM_ARGS
-from rlhf.types import Pair, Segment
 
 _PROBE = """
 window.__fast = { events: [] };

@@ -69,7 +69,7 @@ def _train(job: Job) -> Result:
     import torch
 
     from rlhf.config import Config, QueryConfig, SACConfig
-    from rlhf.runner import run
+    from rlhf.run.runner import run
 
     torch.set_num_threads(1)
     labels = MODES[job.mode]

@@ -44,7 +44,7 @@ def run_ours(seed: int, steps: int) -> Result:
     import torch
 
     from rlhf.config import Config
-    from rlhf.runner import run
+    from rlhf.run.runner import run
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as runs:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import torch
 
-import rlhf.loop as loop
+import rlhf.run.loop as loop
 from rlhf.config import Config, PPOConfig, QueryConfig
-from rlhf.runner import run
+from rlhf.run.runner import run
 
 
 class Timings:

@@ -18,7 +18,7 @@ figures as the last line.
     .venv/bin/python scripts/bench_rlhf.py --quick                           # smoke check, Hopper
     .venv/bin/python scripts/bench_rlhf.py --feedback-kind pairs ratings     # + 700 ratings
     .venv/bin/python scripts/bench_rlhf.py --env-id Ant-v5 --init-log-std 0 --replay-share 0
-                                        # Ant without its preset (rlhf/presets.py)
+                                        # Ant without its preset (rlhf/config/presets.py)
     .venv/bin/python scripts/bench_rlhf.py --end-value absorbing  # as before --end-value zero
     .venv/bin/python scripts/bench_rlhf.py --env-id Hopper-v5 --end-margin 0  # without its preset
     .venv/bin/python scripts/bench_rlhf.py --env-id Walker2d-v5 --set query.segment-length=25
@@ -40,7 +40,7 @@ from typing import Any, Literal
 import numpy as np
 
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig
-from rlhf.presets import with_preset
+from rlhf.config.presets import with_preset
 from rlhf.sweep import run_jobs
 from rlhf.sweep.grid import cell_name
 from rlhf.sweep.spec import SpecError, key_name, nested, settings_from_flags
@@ -136,7 +136,7 @@ def _settings(
 ) -> dict[str, float]:
     """--init-log-std, --query.replay-share and --end-margin as ``rlhf train`` resolves them for
     this job (with its --set settings): a value not given takes the env's preset
-    (rlhf.presets.with_preset decides, as in a run)."""
+    (rlhf.config.presets.with_preset decides, as in a run)."""
     cfg = Config(
         env_id=env_id,
         reward="env" if mode == "ppo" else "learned",
@@ -178,7 +178,7 @@ def _job(args: tuple[Job, Path]) -> Result:
 def _train(job: Job) -> Result:
     import torch
 
-    from rlhf.runner import run
+    from rlhf.run.runner import run
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as runs:

@@ -30,7 +30,7 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rlhf.config import Config, SACConfig
-from rlhf.runner import run
+from rlhf.run.runner import run
 
 ENV_ID = "HalfCheetah-v5"
 LR = 3e-4

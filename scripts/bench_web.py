@@ -36,9 +36,9 @@ from _bench_api import ApiResult, bench_api, make_store
 from _bench_fast import FastResult, bench_fast
 
 from rlhf.config import WebConfig
+from rlhf.core.chromium import CHROMIUM, CHROMIUM_ARGS
 from rlhf.server import serve_in_thread
 from rlhf.store import LabelStore
-from rlhf.testing import CHROMIUM, CHROMIUM_ARGS
 
 TARGET_CLICK_MS = 100.0
 TARGET_FAST_P90_S, TARGET_FAST_P99_S = 0.1, 0.5

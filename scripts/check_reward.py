@@ -1,6 +1,6 @@
 """Where a run's learned reward is wrong: scored against the env's true reward, on the agent's own
 steps and off them (more action noise, zero actions, random actions), per reward term, and in the
-steps before a fall. See rlhf/reward_check.py for what each figure means.
+steps before a fall. See rlhf/reward/check.py for what each figure means.
 
     .venv/bin/python scripts/check_reward.py runs/Walker2d-v5__synthetic__2__...
     .venv/bin/python scripts/check_reward.py RUN --episodes 10 --reward-model other/reward_model.pt
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import torch
 
+from rlhf.commands.record import agent_state, policy, run_config
 from rlhf.config import ConfigError
 from rlhf.envs import make_env
-from rlhf.record import agent_state, policy, run_config
-from rlhf.reward_check import check_reward, format_check
-from rlhf.saved_reward import load_saved_reward
+from rlhf.reward.check import check_reward, format_check
+from rlhf.reward.saved import load_saved_reward
 
 
 def main(argv: list[str] | None = None) -> str:

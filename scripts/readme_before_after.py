@@ -23,8 +23,8 @@ def main() -> None:
     import torch
 
     from rlhf.agent.learner import PPOLearner
+    from rlhf.commands.record import _episode, agent_state, policy, run_config
     from rlhf.config import VideoConfig
-    from rlhf.record import _episode, agent_state, policy, run_config
     from rlhf.render.policy import write_gif
     from rlhf.render.video import compose_pair, make_renderer
 

@@ -14,8 +14,8 @@ import torch
 from flask import Flask
 from flask.testing import FlaskClient
 
+from rlhf.core.types import Pair, Segment
 from rlhf.store import VIDEO_READY, LabelStore
-from rlhf.types import Pair, Segment
 
 torch.set_num_threads(1)
 

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlhf.config import Config, PPOConfig, QueryConfig
-from rlhf.types import Segment
+from rlhf.core.types import Segment
 
 
 def tiny_config(tmp_path: Path, env_id: str, **kw) -> Config:

@@ -37,7 +37,7 @@ def _modules(*names: str) -> Callable[[], None]:
 
 
 def _browser() -> None:
-    from rlhf.testing import CHROMIUM
+    from rlhf.core.chromium import CHROMIUM
 
     pytest.importorskip("playwright", reason="needs playwright (pip install -e '.[test]')")
     if not CHROMIUM.exists():

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from rlhf.config import WebConfig
+from rlhf.core.chromium import CHROMIUM, CHROMIUM_ARGS
+from rlhf.core.shell import program
+from rlhf.core.types import Answer, Pair, Segment
 from rlhf.server import ServerHandle, serve_in_thread
-from rlhf.shell import program
 from rlhf.store import VIDEO_READY, LabelStore
-from rlhf.testing import CHROMIUM, CHROMIUM_ARGS
-from rlhf.types import Answer, Pair, Segment
 
 pytestmark = pytest.mark.browser
 
@@ -308,8 +308,8 @@ def test_answers_on_their_way_when_the_run_finishes_are_all_stored(
     page: Page, tmp_path: Path, pair_assets: tuple[Pair, bytes]
 ) -> None:
     from rlhf.config import VideoConfig
+    from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
     from rlhf.feedback.session import LabellingSession
-    from rlhf.status import STATUS_KEY, Phase, TrainerStatus
 
     run_root = tmp_path / "runs" / "cheetah"
     store = LabelStore(run_root / "labels.sqlite")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from rlhf.config import WebConfig
-from rlhf.labellers import shows_twice
+from rlhf.core.labellers import shows_twice
+from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.server import serve_in_thread
-from rlhf.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import VIDEO_READY, LabelStore
 from rlhf.store.policy import CurvePoint
 from tests import test_browser as _shared

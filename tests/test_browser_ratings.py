@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from rlhf.config import WebConfig
+from rlhf.core.types import Answer, Pair
 from rlhf.server import serve_in_thread
 from rlhf.store import SCALE_META, VIDEO_READY, LabelStore
-from rlhf.types import Answer, Pair
 from tests.test_browser import _wait_for, _wait_playing, browser, page, pair_assets  # noqa: F401
 
 pytestmark = pytest.mark.browser

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rlhf.status import STATUS_KEY, Phase, TrainerStatus
+from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import VIDEO_READY
 from tests import test_browser as _shared
 from tests.test_browser import Server, _wait_playing

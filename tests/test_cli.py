@@ -13,7 +13,7 @@ import pytest
 
 from rlhf.cli import parse
 from rlhf.config import Config, QueryConfig
-from rlhf.run_dir import create_run_dir
+from rlhf.run.run_dir import create_run_dir
 from rlhf.store import LATEST_VERSION
 
 

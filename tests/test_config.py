@@ -25,7 +25,7 @@ from rlhf.config import (
     WebConfig,
     flag,
 )
-from rlhf.run_dir import RAISE_ONLY, SESSION_ONLY
+from rlhf.run.run_dir import RAISE_ONLY, SESSION_ONLY
 
 FLAG = re.compile(r"--[a-z][a-z0-9.-]*[a-z0-9]")
 

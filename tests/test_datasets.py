@@ -12,19 +12,19 @@ import torch
 
 from rlhf.cli import main
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig, RewardConfig
-from rlhf.datasets import (
+from rlhf.core.shell import install_extra
+from rlhf.core.types import Answer, Pair, Segment
+from rlhf.data.datasets import (
     export_run,
     import_dataset,
     read_preferences,
     read_ratings,
     read_segments,
 )
+from rlhf.reward.fit import fit_offline
 from rlhf.reward.learner import RewardLearner
-from rlhf.reward_fit import fit_offline
-from rlhf.runner import run
-from rlhf.shell import install_extra
+from rlhf.run.runner import run
 from rlhf.store import LabelStore
-from rlhf.types import Answer, Pair, Segment
 from tests.helpers import tiny_config
 
 pq = pytest.importorskip("pyarrow.parquet")

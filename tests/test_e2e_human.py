@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from rlhf.core.types import Answer
 from rlhf.store import LabelStore
-from rlhf.types import Answer
 
 ANSWERS = [Answer.LEFT, Answer.RIGHT, Answer.EQUAL, Answer.SKIP]
 

@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlhf.checkpoint import load_checkpoint
 from rlhf.config import Config, PPOConfig, QueryConfig, VideoConfig, WebConfig
-from rlhf.runner import run
+from rlhf.run.checkpoint import load_checkpoint
+from rlhf.run.runner import run
 from tests.faults import Labeller, Session, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]

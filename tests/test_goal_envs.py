@@ -18,14 +18,14 @@ from gymnasium.utils.env_checker import check_env
 
 from rlhf.agent.goal_env import goal_env_problem
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig, SACConfig, VideoConfig
+from rlhf.core.types import Segment
 from rlhf.envs import FlatGoalObservation, describe_env, make_env, make_vec_env
 from rlhf.envs.goals import GOAL_TASK, SUCCESS
 from rlhf.envs.state import mujoco_sim
-from rlhf.preflight import preflight
 from rlhf.render.video import make_renderer, render_pair_video, segment_frames
-from rlhf.runner import run
+from rlhf.run.preflight import preflight
+from rlhf.run.runner import run
 from rlhf.store import LabelStore
-from rlhf.types import Segment
 from tests import toy_env
 from tests.helpers import tb_scalars, tiny_config
 
@@ -250,7 +250,7 @@ def test_fetch_on_mujoco_4_is_refused_in_one_line(
 
 
 def test_success_rates_survive_a_checkpoint_and_old_checkpoints_have_none() -> None:
-    from rlhf.lifecycle import Progress
+    from rlhf.run.lifecycle import Progress
 
     progress = Progress()
     progress.recent_successes.extend([1.0, 0.0, 1.0, 1.0])

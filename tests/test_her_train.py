@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from rlhf.agent.her_replay import HindsightReplayBuffer
-from rlhf.checkpoint import load_checkpoint
 from rlhf.cli import main
 from rlhf.config import Config, QueryConfig, SACConfig
 from rlhf.envs.goals import goal_reward_fn
-from rlhf.preflight import preflight
-from rlhf.runner import run
+from rlhf.run.checkpoint import load_checkpoint
+from rlhf.run.preflight import preflight
+from rlhf.run.runner import run
 from tests import toy_env
 from tests.test_goal_envs import TINY, _TinyGoal
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from rlhf.cli import main
+from rlhf.commands.housekeeping import DAY, CleanRule, clean, scan
 from rlhf.config import ConfigError, QueryConfig
-from rlhf.housekeeping import DAY, CleanRule, clean, scan
-from rlhf.run_dir import RunDir, is_trainer_running, trainer_lock
-from rlhf.runner import run
+from rlhf.run.run_dir import RunDir, is_trainer_running, trainer_lock
+from rlhf.run.runner import run
 from tests.helpers import tiny_config
 
 NOW = time.time()
@@ -186,7 +186,7 @@ def test_a_killed_trainer_leaves_no_stale_lock(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from rlhf.run_dir import RunDir,"
+            "import sys, time; from pathlib import Path; from rlhf.run.run_dir import RunDir,"
             " trainer_lock\nwith trainer_lock(RunDir(Path(sys.argv[1]))):\n"
             " print('held', flush=True); time.sleep(60)",
             str(tmp_path),

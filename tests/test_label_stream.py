@@ -1,4 +1,4 @@
-"""Lazy reading of a dataset (rlhf.label_stream) and reward fitting from the stream."""
+"""Lazy reading of a dataset (rlhf.data.stream) and reward fitting from the stream."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import torch
 
 from rlhf.cli import main
 from rlhf.config import ConfigError, RewardConfig
-from rlhf.datasets import export_run
-from rlhf.label_stream import LabelStream, batches
-from rlhf.reward_fit import fit_lazy
+from rlhf.core.types import Answer, Pair, Segment
+from rlhf.data.datasets import export_run
+from rlhf.data.stream import LabelStream, batches
+from rlhf.reward.fit import fit_lazy
 from rlhf.store import LabelStore
-from rlhf.types import Answer, Pair, Segment
 
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("minari")

@@ -8,8 +8,8 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig
-from rlhf.config_ratings import RatingsConfig
-from rlhf.runner import run
+from rlhf.config.ratings import RatingsConfig
+from rlhf.run.runner import run
 from rlhf.store import LabelStore
 from tests.toy_env import ENV_ID
 

@@ -10,7 +10,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rlhf.config import Config, PPOConfig, QueryConfig, TeacherConfig
-from rlhf.runner import run
+from rlhf.run.runner import run
 from rlhf.store import LabelStore
 from tests.toy_env import ENV_ID
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from rlhf.config import ConfigError
+from rlhf.core.types import Answer
 from rlhf.store import LATEST_VERSION, LabelStore, StoreVersionError
 from rlhf.store.schema import Migration, migrate, user_version
-from rlhf.types import Answer
 
 # The schema exactly as it shipped before stores carried a version (rlhf/store.py at eb97b84).
 # Frozen here on purpose: it is what stores already on disk contain, whatever the code says now.

@@ -15,9 +15,9 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rlhf.config import Config, PPOConfig, QueryConfig, VideoConfig, WebConfig
-from rlhf.runner import run
+from rlhf.core.types import Answer, Pair
+from rlhf.run.runner import run
 from rlhf.store import VIDEO_READY, LabelStore
-from rlhf.types import Answer, Pair
 from tests.conftest import _tiny_segment
 from tests.labelling import mark_ready
 
@@ -70,8 +70,8 @@ def test_retired_pairs_are_not_handed_out_but_a_held_one_may_be_answered(
 
 
 def test_the_schedule_asks_again_for_retired_pairs_and_counts_answers(tmp_path: Path) -> None:
-    from rlhf.lifecycle import Progress
-    from rlhf.reward.select import QuerySchedule
+    from rlhf.queries.select import QuerySchedule
+    from rlhf.run.lifecycle import Progress
 
     # What learned_rewards computes: due - (asked - retired).
     schedule = QuerySchedule(10, 0.5, 1000)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from rlhf.core.types import Answer
 from rlhf.store import LabelStore
-from rlhf.types import Answer
 from tests.labelling import shown_pairs
 
 ANSWERS = list(Answer)
@@ -46,7 +46,7 @@ _ADD_LABELS = (
     _WEAKEN
     + """
     from rlhf.store import LabelStore
-    from rlhf.types import Answer
+    from rlhf.core.types import Answer
     answers = list(Answer)
     store = LabelStore(sys.argv[1] + "/labels.sqlite")
     for pair_id in range(1, 1000):

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from rlhf.config import Config, PPOConfig, QueryConfig, RewardConfig
-from rlhf.presets import DEFAULT, family, idle_settings, preset_for, with_preset
-from rlhf.run_dir import read_config
-from rlhf.runner import run
+from rlhf.config.presets import DEFAULT, family, idle_settings, preset_for, with_preset
+from rlhf.run.run_dir import read_config
+from rlhf.run.runner import run
 from tests.helpers import tiny_config
 
 

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from rlhf.config import Config, PPOConfig, QueryConfig
+from rlhf.core.shell import program
 from rlhf.feedback.session import watch_command
-from rlhf.runner import run
+from rlhf.run.runner import run
 from rlhf.server import create_app
-from rlhf.shell import program
 from rlhf.store import LabelStore
 from tests.helpers import tb_scalars
 

@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from rlhf.agent.learner import PPOLearner
-from rlhf.checkpoint import save_atomic
+from rlhf.commands.record import Record, record
 from rlhf.config import Config, ConfigError, VideoConfig
-from rlhf.record import Record, record
-from rlhf.run_dir import RunDir, write_config
+from rlhf.run.checkpoint import save_atomic
+from rlhf.run.run_dir import RunDir, write_config
 
 SMALL = VideoConfig(width=64, height=64)
 

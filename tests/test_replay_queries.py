@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from rlhf.config import Config, ConfigError, QueryConfig
-from rlhf.preflight import preflight
-from rlhf.replay_queries import NOISE_SCALES, Replayer
-from rlhf.runner import run
+from rlhf.core.types import Segment
+from rlhf.queries.replayed import NOISE_SCALES, Replayer
+from rlhf.run.preflight import preflight
+from rlhf.run.runner import run
 from rlhf.store.records import unpack_segment
-from rlhf.types import Segment
 from tests.helpers import tb_scalars, tiny_config
 
 

@@ -20,16 +20,16 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from rlhf.checkpoint import load_checkpoint
 from rlhf.config import Config, PPOConfig, QueryConfig, VideoConfig, WebConfig
-from rlhf.lifecycle import Progress, StopSignals
-from rlhf.logger import Logger
-from rlhf.loop import train
-from rlhf.preflight import preflight
-from rlhf.run_dir import RunDir, create_run_dir
-from rlhf.runner import run
+from rlhf.run.checkpoint import load_checkpoint
+from rlhf.run.lifecycle import Progress, StopSignals
+from rlhf.run.logger import Logger
+from rlhf.run.loop import train
+from rlhf.run.preflight import preflight
+from rlhf.run.run_dir import RunDir, create_run_dir
+from rlhf.run.runner import run
+from rlhf.run.trainer import Trainer, build_trainer, restore, write_checkpoint
 from rlhf.store import LabelStore
-from rlhf.trainer import Trainer, build_trainer, restore, write_checkpoint
 from tests.toy_env import ENV_ID
 
 ROOT = Path(__file__).resolve().parents[1]

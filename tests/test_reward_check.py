@@ -1,4 +1,4 @@
-"""scripts/check_reward.py and rlhf.reward_check: a learned reward scored against the true one."""
+"""scripts/check_reward.py and rlhf.reward.check: a learned reward scored against the true one."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlhf.reward_check import BEHAVIOURS, check_reward
-from rlhf.runner import run
+from rlhf.reward.check import BEHAVIOURS, check_reward
+from rlhf.run.runner import run
 from tests.helpers import tiny_config
 
 ROOT = Path(__file__).resolve().parent.parent

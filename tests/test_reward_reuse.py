@@ -12,8 +12,8 @@ import torch
 
 from rlhf.cli import main
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig
-from rlhf.datasets import export_run
-from rlhf.runner import run
+from rlhf.data.datasets import export_run
+from rlhf.run.runner import run
 from rlhf.store import LabelStore
 from rlhf.sweep.worker import read_curve
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlhf.config import Config, ConfigError, WebConfig
-from rlhf.run_dir import RunDir, create_run_dir, read_config, trainer_lock, write_config
+from rlhf.run.run_dir import RunDir, create_run_dir, read_config, trainer_lock, write_config
 
 
 @pytest.mark.parametrize("name", ["..", "../escape", "a/b", "a\\b", "/tmp/abs", "C:evil", ""])

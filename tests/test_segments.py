@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlhf.segments import SegmentPool, cut_segments, sample_pairs
-from rlhf.types import RolloutBatch, Segment
+from rlhf.core.types import RolloutBatch, Segment
+from rlhf.queries.segments import SegmentPool, cut_segments, sample_pairs
 
 STEPS, ENVS = 20, 3
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from rlhf.core.types import Answer
 from rlhf.store import VIDEO_READY, LabelConflict, LabelStore, UnknownPair
-from rlhf.types import Answer
 from tests.labelling import shown_pairs
 
 ANSWERS = [Answer.LEFT, Answer.RIGHT, Answer.EQUAL, Answer.SKIP]
@@ -46,7 +46,7 @@ def _kill(child: subprocess.Popen[str]) -> None:
 _ADD_LABELS = """
     import sys
     from rlhf.store import LabelStore
-    from rlhf.types import Answer
+    from rlhf.core.types import Answer
     answers = list(Answer)
     store = LabelStore(sys.argv[1])
     for pair_id in range(1, int(sys.argv[2]) + 1):

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rlhf.core.types import Answer, Pair, Segment
 from rlhf.store import VIDEO_READY, LabelConflict, LabelStore, PairNotShown, UnknownPair, WrongKind
-from rlhf.types import Answer, Pair, Segment
 from tests.test_store import _kill, _spawn
 
 

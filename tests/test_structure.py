@@ -1,9 +1,13 @@
-"""The package's shape: no import cycles, and one module where the agent meets the reward learner."""
+"""The package's shape: each folder of ``rlhf/`` is a room with one purpose, and what it may import
+is its rule (one test case per room); no import cycles between modules or rooms; only ``run/``
+brings the agent and the reward learner together; the web side never touches a model."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rlhf"
 
@@ -53,21 +57,101 @@ def test_no_import_cycles() -> None:
         visit(module, [])
 
 
-def test_only_the_loop_imports_both_the_agent_and_the_reward_learner() -> None:
-    both = sorted(
+ROOMS: dict[str, tuple[str, set[str]]] = {
+    "core": ("types, errors, status, small file and shell helpers", set()),
+    "config": ("settings per section, presets", {"core"}),
+    "envs": ("make_env, physics state, cameras, goal envs", {"core", "config"}),
+    "agent": ("PPO and SAC, rollouts, replay buffer, HER", {"core", "config", "envs"}),
+    "store": ("the SQLite label store", {"core", "config"}),
+    "queries": ("segments, the pool, selection: the model is an argument", {"core"}),
+    "data": ("labelled data outside a run", {"core", "config", "envs", "store"}),
+    "reward": (
+        "the reward ensemble: model, training, fitting, checking",
+        {"core", "config", "data"},
+    ),
+    "render": ("segment -> frames -> video", {"core", "config", "envs", "store"}),
+    "server": ("the labelling web app", {"core", "config", "data", "render", "store"}),
+    "feedback": (
+        "teachers and the human session",
+        {"core", "config", "data", "render", "server", "store"},
+    ),
+    "run": (
+        "the loop and a run's life",
+        {"core", "config", "envs", "agent", "reward", "queries", "store", "data", "feedback"},
+    ),
+    "sweep": ("grids of runs on Ray", {"core", "config", "run"}),
+    "commands": (
+        "one module per subcommand's body",
+        {"core", "config", "envs", "agent", "data", "render", "run", "commands"},
+    ),
+}
+"""Room -> (its purpose, the rooms it may import besides itself)."""
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in ROOMS) else "top"
+
+
+def test_the_package_itself_holds_only_the_command_line() -> None:
+    flat = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert flat == ["__init__.py", "__main__.py", "cli.py"]
+    rooms = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    assert rooms == sorted(ROOMS), "a new room needs its rule in ROOMS"
+
+
+@pytest.mark.parametrize("room", sorted(ROOMS))
+def test_each_room_imports_only_what_its_rule_allows(room: str) -> None:
+    allowed = ROOMS[room][1] | {room}
+    wrong = sorted(
+        f"{module} -> {target}"
+        for module, targets in _imports().items()
+        if _room(module) == room
+        for target in targets
+        if _room(target) not in allowed
+    )
+    assert not wrong, f"{room}/ ({ROOMS[room][0]}) may import only {sorted(allowed)}: {wrong}"
+
+
+def test_commands_are_imported_only_by_the_command_line() -> None:
+    importers = sorted(
         module
         for module, targets in _imports().items()
-        if any(t.startswith("rlhf.agent") for t in targets)
-        and any(t.startswith("rlhf.reward") for t in targets)
-        and not module.startswith(("rlhf.agent", "rlhf.reward"))
+        if any(_room(t) == "commands" for t in targets) and _room(module) != "commands"
     )
-    assert both == ["rlhf.loop"]
+    assert importers == ["rlhf.cli"]
+
+
+def _room_graph() -> dict[str, set[str]]:
+    """Room -> the other rooms its modules import (``top``: cli.py and __main__.py)."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in _imports().items():
+        room = _room(module)
+        graph.setdefault(room, set()).update(_room(t) for t in targets if _room(t) != room)
+    return graph
+
+
+def test_rooms_import_each_other_without_cycles() -> None:
+    graph, done = _room_graph(), set()
+
+    def visit(room: str, path: tuple[str, ...]) -> None:
+        assert room not in path, "room cycle: " + " -> ".join((*path, room))
+        if room not in done:
+            for other in sorted(graph.get(room, ())):
+                visit(other, (*path, room))
+            done.add(room)
+
+    for room in sorted(graph):
+        visit(room, ())
+
+
+def test_only_the_run_imports_both_the_agent_and_the_reward_learner() -> None:
+    both = sorted(room for room, others in _room_graph().items() if {"agent", "reward"} <= others)
+    assert both == ["run"]
 
 
 def test_the_web_side_never_touches_a_model() -> None:
     """The server shares nothing with the trainer but the store (DESIGN.md)."""
     for module, targets in _imports().items():
         if module.startswith("rlhf.server"):
-            assert not any(
-                t.startswith(("rlhf.agent", "rlhf.reward", "rlhf.loop")) for t in targets
-            )
+            assert not any(t.startswith(("rlhf.agent", "rlhf.reward", "rlhf.run")) for t in targets)

@@ -13,9 +13,9 @@ from gymnasium.utils.env_checker import check_env
 
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig, RewardConfig, VideoConfig
 from rlhf.envs import describe_env, make_vec_env
-from rlhf.preflight import preflight
 from rlhf.render.video import render_pair_video
-from rlhf.runner import run
+from rlhf.run.preflight import preflight
+from rlhf.run.runner import run
 from rlhf.store import LabelStore
 from tests import toy_env
 from tests.helpers import tb_scalars, tiny_config
@@ -178,8 +178,8 @@ def test_a_goal_env_without_the_goals_extra_says_how_to_install_it(
     (never ``pip install rlhf[...]``: the package index's rlhf is another project)."""
     import gymnasium as gym
 
+    from rlhf.core.shell import install_extra
     from rlhf.envs import make
-    from rlhf.shell import install_extra
 
     monkeypatch.setattr(make, "_register_robotics", lambda: False)
     known = {k: v for k, v in gym.registry.items() if not k.startswith(_ROBOTICS)}

@@ -10,9 +10,9 @@ import gymnasium as gym
 import numpy as np
 
 from rlhf.agent.rollout import ObsNormalizer
+from rlhf.core.types import RolloutBatch
 from rlhf.envs import ENDED, StateRecorder
 from rlhf.envs.goals import SUCCESS
-from rlhf.types import RolloutBatch
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,7 +32,7 @@ def compute_gae(
       truncated row t the bootstrap V(final obs) is simply ``values[t + 1]`` (or ``last_values``);
     * a terminated row bootstraps from ``terminal_value``: 0 for the env's own reward (nothing
       follows the end), or the value of staying in the absorbing state forever for a learned
-      reward that knows that state (see :mod:`rlhf.segments`).
+      reward that knows that state (see :mod:`rlhf.queries.segments`).
 
     Both kinds of episode end cut the lambda-return chain.
 

@@ -20,7 +20,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from rlhf.shell import install_extra
+from rlhf.core.shell import install_extra
 
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 """The order of the parts in a flattened observation."""

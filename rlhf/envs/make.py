@@ -19,6 +19,7 @@ import gymnasium as gym
 import mujoco
 
 from rlhf.config import ConfigError
+from rlhf.core.shell import program
 from rlhf.envs.goals import (
     ROBOTICS_IDS,
     FlatGoalObservation,
@@ -29,7 +30,6 @@ from rlhf.envs.goals import (
 )
 from rlhf.envs.state import StateKind, mujoco_sim, state_kind, state_sizes
 from rlhf.envs.wrappers import FixedHorizon
-from rlhf.shell import program
 
 
 def quiet_mujoco_warnings() -> None:

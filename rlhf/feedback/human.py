@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from rlhf.core.types import Pair
 from rlhf.store import LabelStore
-from rlhf.types import Pair
 
 
 def display_order(pairs: list[Pair], rng: np.random.Generator) -> tuple[list[Pair], list[bool]]:

@@ -5,7 +5,7 @@ queues, for TensorBoard (``videos/policy``).
 The same :class:`~rlhf.render.worker.RenderWorker` a human run uses, with one process: synthetic
 pairs are stored labelled and without a video, so it only ever claims policy clips. The trainer
 never waits for it. Like a human run's worker, it starts whether or not GL works here and records
-each clip it cannot draw as failed; the trainer says so once (see :func:`rlhf.agent_view.show`)
+each clip it cannot draw as failed; the trainer says so once (see :func:`rlhf.run.agent_view.show`)
 and trains on, since the clips change nothing it learns. A process that dies (a GL backend
 MuJoCo cannot even load) is said once too, where a human run would stop for want of videos.
 """

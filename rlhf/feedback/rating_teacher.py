@@ -25,8 +25,8 @@ import math
 import numpy as np
 
 from rlhf.config import TeacherConfig
+from rlhf.core.types import Segment
 from rlhf.feedback.teachers import perceived_return
-from rlhf.types import Segment
 
 
 class RatingTeacher:

@@ -19,10 +19,10 @@ from pathlib import Path
 from types import TracebackType
 
 from rlhf.config import VideoConfig, WebConfig
+from rlhf.core.shell import program, short_path
+from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.render.worker import RenderWorker
 from rlhf.server import ServerHandle, serve_in_thread
-from rlhf.shell import program, short_path
-from rlhf.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import LabelStore
 
 LABELS_FILE = "labels.sqlite"

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from rlhf.config import TeacherConfig, VideoConfig, WebConfig
-from rlhf.seed_labels import imported_pairs
+from rlhf.core.types import Pair, Segment
+from rlhf.data.seed_labels import imported_pairs
 from rlhf.store import LabelStore
-from rlhf.types import Pair, Segment
 
 if TYPE_CHECKING:
     from rlhf.feedback.policy_clips import PolicyClipWorker

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from rlhf.config import TeacherConfig
-from rlhf.types import Answer, Pair, Segment
+from rlhf.core.types import Answer, Pair, Segment
 
 
 def perceived_return(segment: Segment, gamma: float) -> float:

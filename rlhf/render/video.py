@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rlhf.config import VideoConfig
+from rlhf.core.types import Pair, Segment
 from rlhf.render.captions import draw_caption
 from rlhf.render.frames import (
     ClassicRenderer,
@@ -24,7 +25,6 @@ from rlhf.render.frames import (
     make_renderer,
     set_camera,
 )
-from rlhf.types import Pair, Segment
 
 __all__ = [
     "ClassicRenderer",

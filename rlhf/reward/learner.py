@@ -15,12 +15,12 @@ import numpy as np
 import torch
 
 from rlhf.config import RewardConfig
-from rlhf.config_ratings import DataConfig
+from rlhf.config.ratings import DataConfig
+from rlhf.core.types import Pair, Preference, Rating, Segment
 from rlhf.reward.model import RewardEnsemble
 from rlhf.reward.ratings import DEFAULT_SHARPNESS
 from rlhf.reward.stream_train import Epochs, train_ensemble_streaming
 from rlhf.reward.train import TrainStats, train_ensemble
-from rlhf.types import Pair, Preference, Rating, Segment
 
 
 class RewardLearner:

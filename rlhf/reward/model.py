@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from rlhf.config import RewardConfig
-from rlhf.types import Pair
+from rlhf.core.types import Pair
 
 _CHUNK_ROWS = 1 << 16
 """Rows per forward pass when scoring large batches (bounds peak memory)."""

@@ -25,8 +25,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from rlhf.core.types import Rating
 from rlhf.reward.model import RewardEnsemble, RewardNet
-from rlhf.types import Rating
 
 _EPS = 1e-8
 DEFAULT_SHARPNESS = 30.0

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from rlhf.config_ratings import DataConfig
-from rlhf.types import LabelMeta
+from rlhf.config.ratings import DataConfig
+from rlhf.core.types import LabelMeta
 
 DEMO_SOURCE = "import"
 """Labels whose source is this form the demonstration bucket."""

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlhf.config_ratings import DataConfig
+from rlhf.config.ratings import DataConfig
+from rlhf.core.types import Preference, Rating
 from rlhf.reward import sampling
-from rlhf.types import Preference, Rating
 
 MIN_LABELS_FOR_VAL = 5
 """Fewer labels than this: no validation split (one or two labels say nothing about fit)."""

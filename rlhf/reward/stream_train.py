@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from rlhf.config import RewardConfig
+from rlhf.core.types import Preference
 from rlhf.reward.model import RewardEnsemble, RewardNet
 from rlhf.reward.train import (
     TrainStats,
@@ -33,7 +34,6 @@ from rlhf.reward.train import (
     _stack,
     preference_accuracy,
 )
-from rlhf.types import Preference
 
 Epochs = Callable[[int], Iterable[list[Preference]]]
 """Pass k -> the training preferences in batches (each label once per pass)."""

@@ -27,7 +27,8 @@ import torch
 import torch.nn.functional as F
 
 from rlhf.config import RewardConfig
-from rlhf.config_ratings import DataConfig
+from rlhf.config.ratings import DataConfig
+from rlhf.core.types import Preference, Rating
 from rlhf.reward.model import RewardEnsemble, RewardNet, stack_pairs
 from rlhf.reward.ratings import (
     DEFAULT_SHARPNESS,
@@ -39,7 +40,6 @@ from rlhf.reward.ratings import (
     stack_ratings,
 )
 from rlhf.reward.split import member_sample, split_label_sets
-from rlhf.types import Preference, Rating
 
 _EVAL_PAIRS = 512
 """Pairs per forward pass when evaluating a loss without gradients."""

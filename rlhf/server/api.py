@@ -14,6 +14,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, send_file
 
+from rlhf.core.types import Answer
 from rlhf.render.paths import POLICY_DIR
 from rlhf.server.access import labeller
 from rlhf.server.named import label_as, second_look
@@ -38,7 +39,6 @@ from rlhf.store import (
     UnknownPair,
     WrongKind,
 )
-from rlhf.types import Answer
 
 # ASCII digits only: str.isdigit() and int() also take other scripts' digits, and "²" passes
 # the one but not the other.

@@ -12,11 +12,11 @@ from typing import Any
 
 from flask import g
 
-from rlhf.labellers import shows_twice
+from rlhf.core.labellers import shows_twice
+from rlhf.core.types import Answer
 from rlhf.server.state import ApiError, ServerState
 from rlhf.store import LabelConflict, PairNotShown, PairRecord, UnknownPair
 from rlhf.store.opinions import NOT_LABELLED
-from rlhf.types import Answer
 
 
 def second_look(state: ServerState, exclude: list[int], who: str) -> PairRecord | None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from rlhf.status import Phase
+from rlhf.core.status import Phase
+from rlhf.core.types import Answer
 from rlhf.store import MAX_ROW_ID
-from rlhf.types import Answer
 
 MAX_EXCLUDE_IDS = 100
 MAX_OUTBOX_REPORT = 1_000_000

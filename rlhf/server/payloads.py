@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlhf.seed_labels import imported_pairs
+from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
+from rlhf.data.seed_labels import imported_pairs
 from rlhf.server.named import labeller_name, labellers_payload
 from rlhf.server.state import ServerState
-from rlhf.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import RATING, SCALE_META, LabelStore, PairRecord
 
 ENDED_REASONS = {

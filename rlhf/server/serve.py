@@ -23,7 +23,7 @@ from waitress.channel import HTTPChannel
 from waitress.server import create_server
 
 from rlhf.config import WebConfig
-from rlhf.labellers import TOKENS_META, labeller_names, labeller_tokens
+from rlhf.core.labellers import TOKENS_META, labeller_names, labeller_tokens
 from rlhf.server.access import is_loopback
 from rlhf.server.app import create_app
 from rlhf.server.state import ServerState

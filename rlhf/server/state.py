@@ -54,7 +54,7 @@ class ServerState:
     closing_since: float | None = None
     stopped: bool = False
     labellers: dict[str, str] | None = None
-    """Named labellers as ``{token: name}`` (see :mod:`rlhf.labellers`); None: anonymous."""
+    """Named labellers as ``{token: name}`` (see :mod:`rlhf.core.labellers`); None: anonymous."""
     overlap: float = 0.0
     """With named labellers, the share of pairs also shown to a second labeller."""
 

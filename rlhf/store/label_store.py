@@ -7,6 +7,7 @@ import sqlite3
 import time
 from typing import Any
 
+from rlhf.core.types import Answer, LabelMeta, Pair, Preference, Rating, Segment
 from rlhf.store.opinions import OpinionStore
 from rlhf.store.policy import PolicyStore
 from rlhf.store.ratings import RatingWriter
@@ -24,7 +25,6 @@ from rlhf.store.records import (
     unpack_segment,
 )
 from rlhf.store.videos import LIVE
-from rlhf.types import Answer, LabelMeta, Pair, Preference, Rating, Segment
 
 
 class LabelStore(RatingWriter, OpinionStore, PolicyStore):

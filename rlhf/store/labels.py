@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlhf.core.types import Answer
 from rlhf.store.records import (
     VIDEO_READY,
     LabelConflict,
@@ -28,7 +29,6 @@ from rlhf.store.records import (
     label_record,
 )
 from rlhf.store.videos import VideoQueue
-from rlhf.types import Answer
 
 
 @dataclass

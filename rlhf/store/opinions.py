@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from rlhf.core.types import Answer
 from rlhf.store.connection import StoreConnections
 from rlhf.store.records import (
     VIDEO_READY,
@@ -23,7 +24,6 @@ from rlhf.store.records import (
     is_row_id,
     pair_record,
 )
-from rlhf.types import Answer
 
 NOT_LABELLED = object()
 """What :meth:`OpinionStore.label_owner` returns for a pair with no label yet."""

@@ -12,6 +12,7 @@ import math
 import time
 from dataclasses import dataclass
 
+from rlhf.core.types import Segment
 from rlhf.store.connection import StoreConnections
 from rlhf.store.records import (
     VIDEO_FAILED,
@@ -20,7 +21,6 @@ from rlhf.store.records import (
     VIDEO_RENDERING,
     pack_segment,
 )
-from rlhf.types import Segment
 
 MAX_CURVE_POINTS = 400
 """Beyond this the older half of the curve is thinned to every other point."""

@@ -12,6 +12,7 @@ import sqlite3
 import time
 from typing import Any
 
+from rlhf.core.types import Segment
 from rlhf.store.labels import LabelWriter, _PendingLabel
 from rlhf.store.records import (
     VIDEO_READY,
@@ -25,7 +26,6 @@ from rlhf.store.records import (
     label_record,
     rating_record,
 )
-from rlhf.types import Segment
 
 RATING = "rating"
 """``pairs.kind`` of a clip to grade."""

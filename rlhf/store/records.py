@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlhf.types import Answer, Segment
+from rlhf.core.types import Answer, Segment
 
 VIDEO_PENDING = "pending"
 VIDEO_RENDERING = "rendering"

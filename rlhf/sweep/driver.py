@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from rlhf.lifecycle import RunInterrupted
-from rlhf.shell import program, short_path
+from rlhf.core.shell import program, short_path
+from rlhf.run.lifecycle import RunInterrupted
 from rlhf.sweep.command import Sweep
 from rlhf.sweep.grid import Cell, expand, preflight_cells
 from rlhf.sweep.plot import plot_curves

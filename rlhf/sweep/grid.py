@@ -92,7 +92,7 @@ def expand(spec: Spec, sweep_dir: Path) -> tuple[Cell, ...]:
 def preflight_cells(cells: tuple[Cell, ...]) -> None:
     """Refuse, before anything runs, a cell that could never work (unknown env, bad env kwargs,
     a segment longer than an episode ...); envs are described once per distinct setting."""
-    from rlhf.preflight import preflight
+    from rlhf.run.preflight import preflight
 
     seen: set[Config] = set()
     for cell in cells:

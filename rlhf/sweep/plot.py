@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlhf.shell import missing_extra
+from rlhf.core.shell import missing_extra
 from rlhf.sweep.grid import shown
 from rlhf.sweep.results import groups
 from rlhf.sweep.worker import CellResult

@@ -20,7 +20,7 @@ from types import FrameType
 from typing import Any, Generic, TypeVar
 
 from rlhf.config import ConfigError
-from rlhf.shell import missing_extra
+from rlhf.core.shell import missing_extra
 from rlhf.sweep.cluster import Cluster, find_cluster, token_mode
 from rlhf.sweep.progress import ProgressView
 from rlhf.sweep.worker import one_line

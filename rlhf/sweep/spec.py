@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from rlhf.config import Config, ConfigError
-from rlhf.config_paths import flag, leaf_paths
+from rlhf.config.paths import flag, leaf_paths
 from rlhf.sweep.command import Sweep
 
 TOP_LEVEL = ("seeds", "setup", "train", "grid")

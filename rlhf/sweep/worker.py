@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from rlhf.config import Config, ConfigError
-from rlhf.config_paths import get, leaf_paths
-from rlhf.presets import with_preset
-from rlhf.run_dir import RAISE_ONLY, SESSION_ONLY, read_config, resumed_config
+from rlhf.config.paths import get, leaf_paths
+from rlhf.config.presets import with_preset
+from rlhf.run.run_dir import RAISE_ONLY, SESSION_ONLY, read_config, resumed_config
 from rlhf.sweep.grid import Cell, shown
 from rlhf.sweep.spec import RESERVED, SpecError, key_name
 
 LAST_CHECKPOINT = "last.pt"
-"""rlhf.trainer's checkpoint name; repeated so the driver plans without importing torch's side."""
+"""rlhf.run.trainer's checkpoint name; repeated so the driver plans without importing torch's side."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def plan(cell: Cell) -> tuple[Action, Config]:
     root = cell.root
     if not (root / "checkpoints" / LAST_CHECKPOINT).is_file():
         return Action.FRESH, cell.config
-    # The stored config holds per-env settings as resolved (rlhf.presets); so must the spec's.
+    # The stored config holds per-env settings as resolved (rlhf.config.presets); so must the spec's.
     spec, _ = with_preset(cell.config)
     try:
         stored = read_config(root)
@@ -95,7 +95,7 @@ def run_cell(cell: Cell, setup: tuple[str, ...] = ()) -> CellResult:
     """Run (or resume, or skip) ``cell``; an error becomes the result's one-line ``error``."""
     # Headless rendering and one torch thread per cell: Ray gives each cell one CPU.
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from rlhf.lifecycle import RunInterrupted
+    from rlhf.run.lifecycle import RunInterrupted
 
     try:
         run_setup(setup)
@@ -106,7 +106,7 @@ def run_cell(cell: Cell, setup: tuple[str, ...] = ()) -> CellResult:
             shutil.rmtree(cell.root)  # a start that never reached its first checkpoint
         import torch
 
-        from rlhf.runner import run
+        from rlhf.run.runner import run
 
         torch.set_num_threads(1)
         run(config)

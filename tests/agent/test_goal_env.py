@@ -27,8 +27,8 @@ from rlhf.agent.goal_env import (
 )
 from rlhf.agent.her import HERReplayBuffer
 from rlhf.config import ConfigError
+from rlhf.core.shell import install_extra
 from rlhf.envs import goals
-from rlhf.shell import install_extra
 
 BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench_her.py"
 

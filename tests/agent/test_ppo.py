@@ -13,7 +13,7 @@ from rlhf.agent.collector import RolloutCollector
 from rlhf.agent.learner import PPOLearner
 from rlhf.config import Config, PPOConfig
 from rlhf.envs import make_vec_env
-from rlhf.runner import run
+from rlhf.run.runner import run
 
 
 def _cfg(tmp_path: Path, name: str, **kw) -> Config:

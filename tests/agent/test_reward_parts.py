@@ -10,7 +10,7 @@ from rlhf.agent.collector import RolloutCollector
 from rlhf.agent.learner import PPOLearner
 from rlhf.config import PPOConfig
 from rlhf.envs import make_vec_env
-from rlhf.report import log_reward_quality
+from rlhf.run.report import log_reward_quality
 
 
 def _rollout(env_id: str, obs_dim: int, act_dim: int, steps: int):
@@ -80,7 +80,7 @@ def test_each_term_gets_its_own_correlation() -> None:
 
 def test_a_learned_reward_run_logs_a_correlation_per_term(tmp_path) -> None:
     from rlhf.config import QueryConfig
-    from rlhf.runner import run
+    from rlhf.run.runner import run
     from tests.helpers import tb_scalars, tiny_config
 
     query = QueryConfig(total_labels=10, segment_length=25)

@@ -15,9 +15,9 @@ from torch.distributions.transforms import AffineTransform, TanhTransform
 from rlhf.agent.replay import ReplayBuffer
 from rlhf.agent.sac import NumpySACActor, SquashedGaussianActor, TwinQ
 from rlhf.agent.sac_learner import SACLearner
-from rlhf.checkpoint import load_checkpoint
 from rlhf.config import Config, QueryConfig, SACConfig
-from rlhf.runner import run
+from rlhf.run.checkpoint import load_checkpoint
+from rlhf.run.runner import run
 from tests.toy_env import ENV_ID
 
 TOY_SAC = SACConfig(

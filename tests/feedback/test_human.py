@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rlhf.core.types import Pair, Segment
 from rlhf.feedback.human import queue_for_humans
 from rlhf.store import LabelStore
-from rlhf.types import Pair, Segment
 
 
 def _segment(tag: float) -> Segment:

@@ -13,12 +13,12 @@ import pytest
 
 import rlhf.feedback.session as session_mod
 from rlhf.config import VideoConfig, WebConfig
+from rlhf.core.shell import program
+from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
+from rlhf.core.types import Answer
 from rlhf.feedback.session import LabellingSession, mark_no_trainer, serve_run, watch_command
 from rlhf.render.worker import RenderWorker
-from rlhf.shell import program
-from rlhf.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import LabelStore
-from rlhf.types import Answer
 from tests.server.wire import http_request as _http
 
 Run = tuple[LabelStore, Path]

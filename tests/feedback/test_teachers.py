@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from rlhf.config import TeacherConfig
+from rlhf.core.types import Answer, Pair, Segment
 from rlhf.feedback.teachers import SyntheticTeacher, perceived_return
-from rlhf.types import Answer, Pair, Segment
 
 N = 5000
 """Pairs per rate measurement: the standard error of a rate is at most 0.7 points."""

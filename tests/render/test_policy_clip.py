@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlhf import agent_view
-from rlhf.logger import Logger
 from rlhf.render.worker import RenderWorker
+from rlhf.run import agent_view
+from rlhf.run.logger import Logger
 from rlhf.store import LabelStore
 from rlhf.store.policy import MAX_CURVE_POINTS, VIDEO_DROPPED
 from tests.render.test_worker import CFG, STEPS, _decoded_frames, _good_pairs, _wait_for
@@ -65,7 +65,7 @@ def test_a_synthetic_run_with_policy_clip_every_puts_clips_in_tensorboard(tmp_pa
     """Opt-in for synthetic feedback: one render process draws the clips the trainer queues; the
     clips drawn by the end of the run (the last within the finish grace) reach TensorBoard."""
     from rlhf.config import Config, PPOConfig, QueryConfig
-    from rlhf.runner import run
+    from rlhf.run.runner import run
 
     cfg = Config(
         env_id="InvertedPendulum-v5", total_timesteps=256, seed=1,
@@ -123,7 +123,7 @@ def test_a_synthetic_run_whose_render_process_dies_trains_on_and_says_so_once(
     (a human run would stop: no pair could be shown): the run still finishes, and one line says
     so. Clips a working process cannot draw are the other case (the test above)."""
     from rlhf.config import Config, PPOConfig, QueryConfig
-    from rlhf.runner import run
+    from rlhf.run.runner import run
 
     monkeypatch.setenv("MUJOCO_GL", "no-such-backend")  # read by the spawned render process
     cfg = Config(

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rlhf.config import VideoConfig
+from rlhf.core.types import Pair, Segment
 from rlhf.render.captions import text_mask
 from rlhf.render.video import (
     SEPARATOR_PX,
@@ -18,7 +19,6 @@ from rlhf.render.video import (
     render_pair_video,
     write_pair_video,
 )
-from rlhf.types import Pair, Segment
 from tests.helpers import random_states, state_segment
 
 # Not square, so a swapped width/height shows up.

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from rlhf.config import VideoConfig
+from rlhf.core.types import Answer, Pair, Segment
 from rlhf.render.video import SegmentRenderer
 from rlhf.render.worker import (
     RenderWorker,
@@ -26,7 +27,6 @@ from rlhf.render.worker import (
     select_gl_backend,
 )
 from rlhf.store import LabelStore
-from rlhf.types import Answer, Pair, Segment
 from tests.helpers import random_states, state_segment
 
 CFG = VideoConfig(width=48, height=48, fps=10, ready_ahead=10)

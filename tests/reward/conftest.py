@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rlhf.config import RewardConfig
-from rlhf.types import Pair, Preference, Segment
+from rlhf.core.types import Pair, Preference, Segment
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+from rlhf.core.types import Pair
 from rlhf.reward.learner import RewardLearner
 from rlhf.reward.model import RewardEnsemble
-from rlhf.types import Pair
 
 
 def test_shapes_and_dtype(small_cfg, toy, rng):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rlhf.queries.select import QuerySchedule, disagreement, mean_entropy, select_pairs
 from rlhf.reward.model import RewardEnsemble
-from rlhf.reward.select import QuerySchedule, disagreement, mean_entropy, select_pairs
 from rlhf.reward.train import train_ensemble
 
 

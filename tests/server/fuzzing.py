@@ -22,8 +22,8 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from rlhf.core.types import Pair, Segment
 from rlhf.store import VIDEO_READY, LabelStore
-from rlhf.types import Pair, Segment
 from tests.server.wire import TRAVERSALS
 
 DEEP_EXAMPLES = int(os.environ.get("RLHF_FUZZ_EXAMPLES", "0") or 0)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
+from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
+from rlhf.core.types import Answer
 from rlhf.server import LABELLER_COOKIE
-from rlhf.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import VIDEO_READY, LabelStore
-from rlhf.types import Answer
 from tests.server.wire import TRAVERSALS
 
 Run = tuple[LabelStore, Path]

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 from flask.testing import FlaskClient
 
+from rlhf.core.types import Segment
 from rlhf.store import SCALE_META, VIDEO_READY, LabelStore
-from rlhf.types import Segment
 
 
 def _clip(store: LabelStore, videos: Path) -> int:

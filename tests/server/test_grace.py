@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from rlhf.config import WebConfig
+from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
+from rlhf.core.types import Answer
 from rlhf.server import serve_in_thread
 from rlhf.server.pages import PAGE_HEADER, Pages
-from rlhf.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import LabelStore
-from rlhf.types import Answer
 from tests.server.wire import http_request as _http
 
 Run = tuple[LabelStore, Path]

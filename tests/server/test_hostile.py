@@ -16,12 +16,12 @@ import pytest
 from flask.testing import FlaskClient
 
 from rlhf.config import WebConfig
+from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
+from rlhf.core.types import Answer, Pair
 from rlhf.server import create_app, serve_in_thread
 from rlhf.server.serve import THREADS
-from rlhf.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import LabelStore, PairNotShown, UnknownPair
 from rlhf.store.labels import _PendingLabel
-from rlhf.types import Answer, Pair
 from tests.labelling import shown_pairs
 from tests.server.wire import http_request, raw_exchange
 

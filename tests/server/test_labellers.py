@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rlhf.config import ConfigError, WebConfig
-from rlhf.labellers import labeller_names, labeller_tokens, shows_twice
+from rlhf.core.labellers import labeller_names, labeller_tokens, shows_twice
 from rlhf.server import create_app, serve_in_thread
 from rlhf.store import VIDEO_READY, LabelStore
 from rlhf.store.policy import CurvePoint

@@ -15,9 +15,9 @@ import pytest
 import waitress.trigger
 
 from rlhf.config import WebConfig
+from rlhf.core.types import Answer
 from rlhf.server import serve_in_thread
 from rlhf.store import LabelStore
-from rlhf.types import Answer
 from tests.labelling import shown_pairs
 from tests.server.wire import TRAVERSALS
 from tests.server.wire import http_request as _http

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rlhf.cli import main
-from rlhf.shell import install_extra
+from rlhf.core.shell import install_extra
 from rlhf.sweep.command import Sweep
 from rlhf.sweep.driver import prepare
 from rlhf.sweep.grid import cell_name

@@ -1,0 +1,1 @@
+"""One module per subcommand's body, imported only by :mod:`rlhf.cli`."""

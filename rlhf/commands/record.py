@@ -1,0 +1,157 @@
+"""``rlhf record RUN``: a video of a run's agent, from its saved weights.
+
+The agent is ``checkpoints/agent.pt`` (written when a run finishes) or, before that,
+``checkpoints/last.pt`` (the latest checkpoint). It acts with its mean action (no exploration
+noise) in a fresh env built as the run built it (``config.json``: env id and kwargs), the physics
+state of every step is recorded, and the frames are drawn from those states with the same
+renderer and camera as the labelling clips, played at real time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import tyro
+
+from rlhf.config import Config, ConfigError, VideoConfig
+
+
+@dataclass(frozen=True)
+class Record:
+    """rlhf record: render a run's trained (or latest checkpointed) agent to a video."""
+
+    run: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RUN")]
+    """The run directory, e.g. runs/HalfCheetah-v5__human__1__20261122-101500."""
+    episodes: int = 1
+    """Episodes to record, one after another."""
+    out: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
+    """Where to write the video (.mp4, or .gif for an animated image); default RUN/agent.mp4."""
+    max_steps: int = 1000
+    """At most this many steps per episode."""
+    seed: int = 0
+    """Seed of the first episode's reset (the next ones use seed + 1, ...)."""
+    video: VideoConfig = field(default_factory=VideoConfig)
+    """Frame size and rendering settings (the labelling clips' defaults)."""
+
+
+def agent_state(run: Path) -> tuple[dict, str]:
+    """The agent's weights and which file they came from; one-line errors."""
+    import torch
+
+    checkpoints = run / "checkpoints"
+    for name, key in (("agent.pt", None), ("last.pt", "agent")):
+        path = checkpoints / name
+        if path.is_file():
+            try:
+                state = torch.load(path, map_location="cpu", weights_only=False)
+            except Exception as exc:  # a torn or foreign file: say which, in one line
+                raise ConfigError(f"rlhf record {run}: cannot read {path} ({exc})") from None
+            return (state if key is None else state[key]), name
+    raise ConfigError(
+        f"rlhf record {run}: no checkpoints/agent.pt or checkpoints/last.pt yet"
+        " (the run has not saved an agent)"
+    )
+
+
+def run_config(run: Path) -> Config:
+    from rlhf.run.run_dir import read_config
+
+    if not run.is_dir():
+        raise ConfigError(f"rlhf record {run}: no such run directory")
+    if not (run / "config.json").is_file():
+        raise ConfigError(f"rlhf record {run}: no config.json in it (is it a run directory?)")
+    return read_config(run)
+
+
+def policy(cfg: Config, state: dict, obs_dim: int, act_dim: int, space) -> Callable:
+    """The agent's action for one raw observation: its deterministic action (PPO's mean, SAC's
+    squashed mean), as agents are shown and evaluated."""
+    import torch
+
+    if cfg.algo == "sac":
+        from rlhf.agent.sac_learner import SACLearner
+
+        sac = SACLearner(obs_dim, act_dim, space.low, space.high, cfg.sac, torch.device("cpu"))
+        sac.load_state_dict(state)
+        actor = sac.actor_numpy()
+        return lambda obs: actor.mean(obs[None].astype(np.float32))[0]
+    from rlhf.agent.learner import PPOLearner
+
+    ppo = PPOLearner(obs_dim, act_dim, 1, cfg.ppo, torch.device("cpu"))
+    ppo.load_state_dict(state)
+    actor, norm = ppo.actor(), ppo.obs_norm
+    return lambda obs: actor.mean(norm(obs[None].astype(np.float32)))[0]
+
+
+def record(command: Record) -> tuple[Path, list[float]]:
+    """Write the video; returns its path and the true return of each episode."""
+    from rlhf.envs import make_env
+    from rlhf.envs.state import StateKind, state_kind
+    from rlhf.render.policy import write_gif
+    from rlhf.render.video import make_renderer, write_video
+
+    if command.episodes < 1 or command.max_steps < 1:
+        raise ConfigError("--episodes and --max-steps must be >= 1")
+    run = Path(command.run)
+    cfg = run_config(run)
+    state, _ = agent_state(run)
+    kwargs = cfg.env_kwargs_dict()
+    env = make_env(cfg.env_id, kwargs)  # flat observations, as the agent was trained on
+    renderer = make_renderer(cfg.env_id, command.video, kwargs or None)
+    try:
+        obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
+        act = policy(cfg, state, obs_dim, act_dim, env.action_space)
+        frames, returns = [], []
+        for episode in range(command.episodes):
+            qpos, qvel, obs, ret = _episode(env, act, command.seed + episode, command.max_steps)
+            size = renderer.goal_size  # goal envs: each frame draws the goal it was after
+            frames.append(renderer.render(qpos, qvel, obs[:, -size:] if size else None))
+            returns.append(ret)
+        video = np.concatenate(frames)
+        video = video[:, : video.shape[1] // 2 * 2, : video.shape[2] // 2 * 2]
+        out = Path(command.out) if command.out else run / "agent.mp4"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.suffix.lower() == ".gif":
+            write_gif(video, out, renderer.fps)
+        else:
+            write_video(video, out, renderer.fps)
+        assert state_kind(env) in (StateKind.MUJOCO, StateKind.CLASSIC)
+    finally:
+        renderer.close()
+        env.close()
+    return out, returns
+
+
+def _episode(
+    env, act, seed: int, max_steps: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """One episode's recorded states (qpos, qvel per step), observations and true return."""
+    from rlhf.envs.state import StateKind, mujoco_sim, state_kind
+
+    obs, _ = env.reset(seed=seed)
+    inner, mujoco = mujoco_sim(env), state_kind(env) is StateKind.MUJOCO
+    qpos, qvel, seen, ret = [], [], [], 0.0
+    low, high = env.action_space.low, env.action_space.high
+    for _ in range(max_steps):
+        if mujoco:
+            qpos.append(inner.data.qpos.copy())
+            qvel.append(inner.data.qvel.copy())
+        else:
+            qpos.append(np.asarray(inner.state, np.float64).copy())
+            qvel.append(np.zeros(0))
+        seen.append(obs)
+        obs, reward, terminated, truncated, _ = env.step(np.clip(act(obs), low, high))
+        ret += float(reward)
+        if terminated or truncated:
+            break
+    return np.asarray(qpos), np.asarray(qvel), np.asarray(seen), ret
+
+
+def record_main(command: Record) -> None:
+    out, returns = record(command)
+    shown = ", ".join(f"{r:.1f}" for r in returns)
+    print(f"Wrote {out} ({len(returns)} episode(s), true return {shown})")

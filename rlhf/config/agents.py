@@ -1,0 +1,156 @@
+"""Settings of the two agents: PPO (``--ppo.*``) and SAC with PEBBLE's pretraining (``--sac.*``).
+
+They live apart from :mod:`rlhf.config`, which only nests them. Validation takes the checker of
+:mod:`rlhf.config` as an argument (importing it here would be a cycle), so every message still
+names the flag exactly as ``--help`` spells it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import tyro
+
+from rlhf.config.ratings import Check
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """PPO hyperparameters (CleanRL ppo_continuous_action defaults)."""
+
+    learning_rate: float = 3e-4
+    """Adam learning rate."""
+    anneal_lr: bool = True
+    """Anneal the learning rate linearly to 0 over the run."""
+    num_steps: int = 2048
+    """Steps per env per rollout."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    num_minibatches: int = 32
+    """Minibatches per epoch."""
+    update_epochs: int = 10
+    """Epochs over each rollout."""
+    norm_adv: bool = True
+    """Normalise advantages per minibatch."""
+    clip_coef: float = 0.2
+    """Surrogate clipping coefficient."""
+    clip_vloss: bool = True
+    """Clip the value loss as in the PPO paper."""
+    ent_coef: float = 0.0
+    """Entropy bonus coefficient."""
+    vf_coef: float = 0.5
+    """Value loss coefficient."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clip."""
+    target_kl: Annotated[float | None, tyro.conf.arg(metavar="FLOAT")] = None
+    """Stop an update early when the approximate KL exceeds this (None: never)."""
+    hidden_size: int = 64
+    """Width of the two hidden layers of actor and critic."""
+    init_log_std: Annotated[float | None, tyro.conf.arg(metavar="FLOAT")] = None
+    """Initial log standard deviation of the Gaussian policy's actions; default: the env's
+    preset (-1 on Ant: calmer behaviour lets PPO and RLHF learn there; rlhf/config/presets.py), else 0
+    (std 1, CleanRL's)."""
+    norm_obs: bool = True
+    """Normalise the policy's observations with running statistics (the reward model sees raw ones)."""
+    norm_reward: bool = True
+    """Scale the reward PPO trains on by a running std of the discounted return, then clip to +-10."""
+    end_value: Literal["zero", "absorbing"] = "zero"
+    """With a learned absorbing reward (--terminations absorbing): zero: PPO trains on the learned
+    reward minus the absorbing state's, so an episode's end is worth 0 and a step what it gains
+    over having ended, as with an env's reward and its healthy bonus; absorbing: on the learned
+    reward as it is, an end worth its absorbing reward forever (r_abs / (1 - gamma)). The two
+    differ by a constant, which PPO's reward scaling and value network do not ignore: see the
+    README (Walker2d-v5 and Hopper-v5 at 1M). Only once an episode has ended early: where none
+    does (HalfCheetah), no label has taught the absorbing reward, and the rewards stay as they
+    are."""
+    end_margin: Annotated[float | None, tyro.conf.arg(metavar="FLOAT")] = None
+    """With a learned absorbing reward: an episode's end counts this much below it per step, in
+    units of the learned reward (its members are standardised over the labelled steps), so
+    each step alive gains this much more over an end than the labels alone say. Default: the
+    env's preset (0.3 on Hopper: RLHF at 1.02 of PPO at 300k steps instead of 0.82, 9 seeds,
+    and no seed left standing at 1M; rlhf/config/presets.py), else 0 (on Walker2d-v5 both 0.3 and -0.2
+    cost it: see the README)."""
+
+    def validate(self, check: Check) -> None:
+        check(self.learning_rate > 0, "{ppo.learning_rate} must be > 0")
+        check(self.num_steps >= 1, "{ppo.num_steps} must be >= 1")
+        check(0 <= self.gamma <= 1, "{ppo.gamma} must be in [0, 1]")
+        check(0 <= self.gae_lambda <= 1, "{ppo.gae_lambda} must be in [0, 1]")
+        check(self.num_minibatches >= 1, "{ppo.num_minibatches} must be >= 1")
+        check(self.update_epochs >= 1, "{ppo.update_epochs} must be >= 1")
+        check(self.clip_coef > 0, "{ppo.clip_coef} must be > 0")
+        check(self.max_grad_norm > 0, "{ppo.max_grad_norm} must be > 0")
+        check(self.hidden_size >= 1, "{ppo.hidden_size} must be >= 1")
+        # nan or inf would reach every reward PPO sees and train on garbage without a word
+        finite = self.end_margin is None or math.isfinite(self.end_margin)
+        check(finite, "{ppo.end_margin} must be a finite number")
+
+
+@dataclass(frozen=True)
+class SACConfig:
+    """SAC hyperparameters (CleanRL sac_continuous_action defaults) and PEBBLE pretraining."""
+
+    buffer_size: int = 1_000_000
+    """Transitions the replay buffer keeps (a checkpoint holds them all, so it grows with them)."""
+    batch_size: int = 256
+    """Transitions per gradient step."""
+    gamma: float = 0.99
+    """Discount factor."""
+    tau: float = 0.005
+    """Target networks move this far towards the critics after each gradient step."""
+    learning_starts: int = 5000
+    """Env steps of uniformly random actions before the first gradient step."""
+    policy_lr: float = 3e-4
+    """Adam learning rate of the actor."""
+    q_lr: float = 1e-3
+    """Adam learning rate of the twin critics (and of the entropy coefficient)."""
+    policy_frequency: int = 2
+    """Delayed policy updates: every this many gradient steps, as many actor updates."""
+    alpha: float = 0.2
+    """Entropy coefficient when --sac.no-autotune."""
+    autotune: bool = True
+    """Tune the entropy coefficient towards a target entropy of -act_dim."""
+    hidden_size: int = 256
+    """Width of the two hidden layers of actor and critics."""
+    hidden_dtype: Literal["float32", "bfloat16"] = "float32"
+    """Precision of the hidden-to-hidden products of actor and critics (~90% of a step's
+    arithmetic); bfloat16 halves a gradient step on CPUs with native bf16 (AVX512-BF16, AMX) and
+    slows it elsewhere; weights, Q-values and losses stay float32 (scripts/bench_sac.py)."""
+    iteration_steps: int = 1000
+    """Env steps (per env) between two preference rounds, log lines and checkpoint checks."""
+    pretrain_steps: int = 9000
+    """PEBBLE (--reward learned): gradient steps on a k-NN state-entropy reward after
+    --sac.learning-starts and before the first query, then the critics are reset (B-Pref: 9000)."""
+    entropy_k: int = 5
+    """k of the k-nearest-neighbour state-entropy reward (B-Pref: 5)."""
+    relabel: bool = True
+    """Keep each transition's learned reward and rescore the whole buffer when the reward is
+    refitted (PEBBLE's way; the same rewards as scoring each minibatch when it is sampled, which
+    --sac.no-relabel does, at a sixth of the cost per step: scripts/bench_relabel.py). Not used
+    with --sac.her, whose relabelled goals make every minibatch's rewards new."""
+    her: bool = False
+    """Hindsight experience replay for a goal-conditioned env: whole episodes are stored and
+    each sampled transition's desired goal is, with probability k/(k+1) (k:
+    --sac.her-future-k), replaced by a goal
+    achieved later in its episode (the future strategy); the reward (the env's compute_reward,
+    or the learned reward on the relabelled observation) is computed per minibatch."""
+    her_future_k: float = 4.0
+    """--sac.her: relabelled transitions per original one, at most (0: none)."""
+
+    def validate(self, check: Check) -> None:
+        check(self.buffer_size >= 1, "{sac.buffer_size} must be >= 1")
+        check(self.batch_size >= 1, "{sac.batch_size} must be >= 1")
+        check(0 <= self.gamma < 1, "{sac.gamma} must be in [0, 1)")
+        check(0 < self.tau <= 1, "{sac.tau} must be in (0, 1]")
+        check(self.learning_starts >= 0, "{sac.learning_starts} must be >= 0")
+        check(self.policy_lr > 0 and self.q_lr > 0, "{sac.policy_lr} and {sac.q_lr} must be > 0")
+        check(self.policy_frequency >= 1, "{sac.policy_frequency} must be >= 1")
+        check(self.hidden_size >= 1, "{sac.hidden_size} must be >= 1")
+        check(self.iteration_steps >= 1, "{sac.iteration_steps} must be >= 1")
+        check(self.pretrain_steps >= 0, "{sac.pretrain_steps} must be >= 0")
+        check(self.entropy_k >= 1, "{sac.entropy_k} must be >= 1")
+        check(self.her_future_k >= 0, "{sac.her_future_k} must be >= 0")

@@ -1,0 +1,1 @@
+"""Types, errors, status, small file and shell helpers: imports nothing of rlhf."""

@@ -1,0 +1,1 @@
+"""Labelled data outside a run: export/import (Parquet + Minari), lazy label streams, seeding a run from old labels."""

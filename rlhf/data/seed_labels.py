@@ -1,0 +1,149 @@
+"""``rlhf train --labels-from DATASET_OR_RUN``: a new run starts with an earlier run's labels.
+
+The labelled pairs and the graded clips of the source (a run directory, or a dataset written by
+``rlhf export``) are copied into the new run's ``labels.sqlite`` with fresh ids: segments, pairs
+and rating queries (no video: nobody is asked about them again), labels and ratings with source
+``"import"`` (their labeller, answer time and response time kept; a rating keeps its grade and
+its scale's number of levels). The weighted sampler of reward training treats that source as the bucket of
+imported demonstrations. The store's meta key ``labels_from`` records what was copied, so a
+resumed run does not copy twice and the label schedule counts only the labels asked in this run.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from rlhf.config import Config, ConfigError, flag
+from rlhf.core.types import Segment
+from rlhf.store import RATING, LabelStore
+
+IMPORT_SOURCE = "import"
+META_KEY = "labels_from"
+
+
+def imported_pairs(store: LabelStore) -> int:
+    """Pairs in ``store`` that were copied from ``--labels-from`` (not asked in this run)."""
+    return int(store.get_meta(META_KEY, {}).get("pairs", 0))
+
+
+def _source(path: Path) -> tuple[str | None, set[int]]:
+    """The env id of ``path``'s labels and the numbers of levels its ratings are graded on."""
+    from rlhf.data.datasets import read_info
+    from rlhf.data.ratings import read_rating_rows
+    from rlhf.data.run_rows import read_run
+
+    if (path / "labels.sqlite").is_file():
+        rows = read_run(path)
+        return rows.meta.get("env_id"), {r["levels"] for r in rows.ratings}
+    if (path / "dataset.json").is_file():
+        levels = {r["levels"] for r in read_rating_rows(path)}
+        return read_info(path).get("env_id"), levels
+    raise ConfigError(
+        f"{flag('labels_from')} {path} is neither a run directory (labels.sqlite) nor a dataset"
+        " (dataset.json)"
+    )
+
+
+def rating_levels(cfg: Config) -> int | None:
+    """The levels a run grades clips on, None if it asks no ratings (any imported scale goes)."""
+    return None if cfg.feedback_kind == "pairs" else cfg.rating_scale().levels
+
+
+def check_labels_source(path: Path, env_id: str, levels: int | None = None) -> None:
+    """One line naming the flag unless ``path`` holds labels for ``env_id`` (and, with
+    ``levels``, ratings on a scale of that many levels only: grades of two scales do not mix)."""
+    found, scales = _source(path)
+    if found is not None and found != env_id:
+        raise ConfigError(
+            f"{flag('labels_from')} {path} holds labels for {found}, not {flag('env_id')} {env_id}"
+        )
+    if levels is not None and scales - {levels}:
+        raise ConfigError(
+            f"{flag('labels_from')} {path} holds ratings on a scale of"
+            f" {'/'.join(map(str, sorted(scales)))} levels, not the {levels} of"
+            f" {flag('ratings.levels')}"
+        )
+
+
+Rows = list[dict[str, Any]]
+
+
+def _read(path: Path) -> tuple[dict[int, Segment], Rows, Rows, Rows]:
+    """Segments by id, pairs, labels and ratings of a run or a dataset."""
+    from rlhf.data.datasets import read_segments, read_table
+    from rlhf.data.ratings import read_rating_rows
+    from rlhf.data.run_rows import read_run
+
+    if (path / "labels.sqlite").is_file():
+        rows = read_run(path)
+        return dict(rows.segments), rows.pairs, rows.labels, rows.ratings
+    pairs, labels = read_table(path, "pairs"), read_table(path, "labels")
+    return read_segments(path), pairs, labels, read_rating_rows(path)
+
+
+def seed_labels(store: LabelStore, path: Path, env_id: str, levels: int | None = None) -> int:
+    """Copy the labels and ratings of ``path`` into ``store`` once; returns the answers copied
+    (0 if done before)."""
+    if store.get_meta(META_KEY) is not None:
+        return 0
+    check_labels_source(path, env_id, levels)
+    segments, pairs, labels, ratings = _read(path)
+    pair_rows = {row["id"]: row for row in pairs}
+    new_segment: dict[int, int] = {}
+
+    def segment(con: sqlite3.Connection, old: int) -> int:
+        if old not in new_segment:
+            new_segment[old] = store._insert_segment(con, segments[old])
+        return new_segment[old]
+
+    with store._tx() as con:  # one transaction: all of them or none
+        for label in labels:
+            pair = pair_rows[label["pair_id"]]
+            ids = [segment(con, pair[side]) for side in ("left_segment", "right_segment")]
+            cur = con.execute(
+                "INSERT INTO pairs(left_segment, right_segment, swapped, iteration, created_at,"
+                " video_status) VALUES(?, ?, ?, 0, ?, 'none')",
+                (*ids, pair.get("swapped", 0), pair["created_at"]),
+            )
+            _copy_answer(con, "labels", ("answer",), label, cur.lastrowid)
+        for rating in ratings:
+            query = pair_rows[rating["pair_id"]]
+            clip = segment(con, query["left_segment"])
+            cur = con.execute(
+                "INSERT INTO pairs(left_segment, right_segment, iteration, created_at,"
+                " video_status, kind) VALUES(?, ?, 0, ?, 'none', ?)",
+                (clip, clip, query["created_at"], RATING),
+            )
+            _copy_answer(con, "ratings", ("grade", "levels"), rating, cur.lastrowid)
+        copied = len(labels) + len(ratings)
+        record = {"path": str(path), "pairs": copied, "ratings": len(ratings), "at": time.time()}
+        con.execute("INSERT INTO meta(key, value) VALUES(?, ?)", (META_KEY, json.dumps(record)))
+    return copied
+
+
+def _copy_answer(
+    con: sqlite3.Connection,
+    table: str,
+    own: tuple[str, ...],
+    row: dict[str, Any],
+    query_id: int | None,
+) -> None:
+    """One label or rating (its ``own`` columns kept), now of source "import", for the new
+    query ``query_id``."""
+    con.execute(
+        f"INSERT INTO {table}(pair_id, {', '.join(own)}, source, labeller, response_ms,"
+        " created_at)"
+        f" VALUES(?, {', '.join('?' * len(own))}, ?, ?, ?, ?)",
+        (
+            query_id,
+            *(row[name] for name in own),
+            IMPORT_SOURCE,
+            row.get("labeller"),
+            row.get("response_ms"),
+            row["created_at"],
+        ),
+    )

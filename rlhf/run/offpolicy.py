@@ -1,0 +1,123 @@
+"""The loop for ``--algo sac``: SAC on a replay buffer, and PEBBLE (Lee et al. 2021) with a learned reward.
+
+Each SAC iteration (:func:`train_offpolicy`) runs ``--sac.iteration-steps`` env steps; after each
+step the transition goes into the replay buffer and, once learning has started, SAC takes one
+gradient step on a minibatch whose rewards the buffer computes from its current reward source.
+Then, with a learned reward, the iteration's segments go into the same pool, query selection,
+teachers and labelling page as PPO's (:func:`rlhf.run.loop.preference_round`), and a refitted reward
+becomes the buffer's source: every past transition is worth the new reward from the next
+minibatch on.
+
+PEBBLE's phases, with a learned reward:
+
+1. ``--sac.learning-starts`` steps of uniformly random actions;
+2. ``--sac.pretrain-steps`` gradient steps on the k-NN state-entropy reward
+   (:mod:`rlhf.agent.entropy`): segments go into the pool, no query is asked yet;
+3. the critics are reset, the first queries are asked, and SAC learns from the learned reward
+   (not at all while there is no label yet).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlhf.agent.collector import StepRecord
+from rlhf.agent.entropy import StateEntropyReward
+from rlhf.agent.replay import ReplayBuffer
+from rlhf.agent.sac import NumpySACActor, RandomActor, SACStats
+from rlhf.agent.sac_learner import SACLearner
+from rlhf.run.loop import (
+    absorbing_reward,
+    preference_round,
+    record_iteration,
+    score_rollout,
+    show_agent,
+)
+from rlhf.run.trainer import Trainer, write_checkpoint
+
+
+class _Stepper:
+    """Acts for the collector and learns after each step: the inner loop of one SAC iteration."""
+
+    def __init__(self, t: Trainer, agent: SACLearner, replay: ReplayBuffer) -> None:
+        self.t, self.agent, self.replay = t, agent, replay
+        self.cfg = t.cfg.sac
+        self.step = t.collector.global_step
+        self.random = RandomActor(t.collector.low, t.collector.high)
+        self.policy: NumpySACActor = agent.actor_numpy()
+        self.stats: SACStats | None = None
+
+    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        actor = self.random if self.step < self.cfg.learning_starts else self.policy
+        return actor.sample(obs, rng)
+
+    def after_step(self, s: StepRecord) -> None:
+        self.replay.add_step(s)  # with HER (--sac.her) it waits for the episode's end
+        self.step += len(s.valid)
+        if self.step < self.cfg.learning_starts or not self.replay.ready():
+            return
+        batch = self.replay.sample(self.cfg.batch_size, self.t.rngs["policy"])
+        self.stats = self.agent.update(batch)
+        if pretraining(self.t) and self.agent.gradient_steps >= self.cfg.pretrain_steps:
+            end_pretraining(self.t, self.step)
+
+
+def train_offpolicy(t: Trainer) -> None:
+    """Run SAC iterations until the step budget is spent or a stop is requested."""
+    agent, replay = t.agent, t.replay
+    assert isinstance(agent, SACLearner) and replay is not None
+    set_reward_source(t)
+    stepper = _Stepper(t, agent, replay)
+    while t.progress.iteration < t.iterations and not t.stop.requested:
+        iteration = t.progress.iteration + 1
+        stepper.stats = None
+        rollout = t.collector.collect(
+            stepper, t.cfg.sac.iteration_steps, t.rngs["policy"], stepper.after_step
+        )
+        if t.prefs is not None:
+            fitted = t.prefs.reward.fitted_on
+            segments = preference_round(t, t.prefs, rollout, iteration, ask=not pretraining(t))
+            if t.prefs.reward.fitted_on != fitted:
+                set_reward_source(t)  # a refitted reward reaches the whole buffer
+            if t.prefs.reward.trained:  # how the reward does on what SAC does now
+                score_rollout(t, t.prefs, rollout.raw, segments)
+            show_agent(t, t.prefs, rollout, segments, iteration)
+        record_iteration(t, rollout, stepper.stats)
+        if t.clock.due(t.progress.iteration) and not t.stop.requested:
+            write_checkpoint(t)
+
+
+def pretraining(t: Trainer) -> bool:
+    """PEBBLE's unsupervised phase: a learned-reward run whose critics were not reset yet."""
+    agent = t.agent
+    assert isinstance(agent, SACLearner)
+    return t.prefs is not None and t.cfg.sac.pretrain_steps > 0 and agent.critic_resets == 0
+
+
+def end_pretraining(t: Trainer, step: int) -> None:
+    """Reset the critics (their values are those of the intrinsic reward) and switch the buffer
+    to the learned reward."""
+    agent = t.agent
+    assert isinstance(agent, SACLearner)
+    agent.reset_critics()
+    t.logger.message(f"PEBBLE: pretraining done at step {step:,}")
+    set_reward_source(t)
+
+
+def set_reward_source(t: Trainer) -> None:
+    """Point the replay buffer at the reward SAC should learn from now."""
+    agent, replay, prefs = t.agent, t.replay, t.prefs
+    assert isinstance(agent, SACLearner) and replay is not None
+    if prefs is None:  # the env's reward or a given function: set when the run was built
+        return
+    if pretraining(t):
+        entropy = StateEntropyReward(replay, t.cfg.sac.entropy_k, t.rngs["policy"])
+        replay.set_reward_fn(entropy, per_sample=True)  # it changes as the buffer fills
+        agent.terminal_value = 0.0
+        return
+    if not prefs.reward.trained:
+        replay.set_reward_fn(None)  # no label yet: act, learn nothing
+        return
+    replay.set_reward_fn(prefs.reward.score)
+    value = absorbing_reward(t)  # None unless the run pads terminations with the absorbing state
+    agent.terminal_value = 0.0 if value is None else value / (1.0 - t.cfg.sac.gamma)

@@ -1,0 +1,125 @@
+"""The learned-reward side of a run: store, reward learner, feedback source, segment pool, schedule.
+
+:func:`open_preferences` builds them for a run; :mod:`rlhf.run.loop` drives them stage by stage.
+Human and synthetic feedback both go through the run's durable store, so a batch run leaves the
+same record as an interactive one, and a resumed run trains on every label ever given to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlhf.config import Config
+from rlhf.core.types import Pair, Preference, Rating, Segment
+from rlhf.data.seed_labels import rating_levels, seed_labels
+from rlhf.envs import ENV_KWARGS_META
+from rlhf.envs.goals import GOAL_TASK
+from rlhf.feedback.sources import FeedbackSource, HumanSource, SyntheticSource
+from rlhf.queries.segments import SegmentPool
+from rlhf.queries.select import QuerySchedule
+from rlhf.reward.learner import RewardLearner
+from rlhf.run.preflight import RunPlan
+from rlhf.run.run_dir import RunDir
+from rlhf.store import SCALE_META, LabelStore
+
+
+@dataclass
+class Preferences:
+    """What a learned-reward run holds besides the agent."""
+
+    store: LabelStore
+    reward: RewardLearner
+    feedback: FeedbackSource
+    pool: SegmentPool
+    schedule: QuerySchedule
+    pair_cache: dict[int, Pair] = field(default_factory=dict)
+    """Pairs read from the store so far, by id (their segments never change)."""
+    clip_cache: dict[int, Segment] = field(default_factory=dict)
+    """Rated clips read from the store so far, by query id."""
+
+    def labelled(self) -> list[Preference]:
+        """Every trainable label in the store (skips excluded), oldest first."""
+        return self.store.preferences(self.pair_cache)
+
+    def rated(self) -> list[Rating]:
+        """Every trainable rating in the store (skips excluded), oldest first."""
+        return self.store.rated(self.clip_cache)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The reward learner and the feedback source's own state (the store is its own record).
+
+        The segment pool is not kept: it holds recent behaviour only, and a resumed run refills
+        it from its first rollout.
+        """
+        return {"reward": self.reward.state_dict(), "feedback": self.feedback.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.reward.load_state_dict(state["reward"])
+        self.feedback.load_state_dict(state["feedback"])
+
+
+def open_preferences(
+    cfg: Config,
+    run_dir: RunDir,
+    plan: RunPlan,
+    device: torch.device,
+    rng_feedback: np.random.Generator,
+    say: Callable[[str], None],
+) -> Preferences:
+    """Open the run's store and build the reward learner and the feedback source.
+
+    With human feedback this starts the labelling session (render worker and web server); the
+    caller closes it through ``feedback.close``.
+    """
+    store = LabelStore(run_dir.labels)
+    store.set_meta("run_name", run_dir.name)
+    store.set_meta("env_id", cfg.env_id)
+    # What the person is asked to teach, shown on the page (a goal env says what its marker is).
+    store.set_meta("task", cfg.task or (GOAL_TASK if plan.env.goal_size else ""))
+    store.set_meta(ENV_KWARGS_META, cfg.env_kwargs_dict())  # the renderer makes the same env
+    if cfg.labels_from is not None:  # once: a resumed run finds them in its store
+        copied = seed_labels(store, Path(cfg.labels_from), cfg.env_id, rating_levels(cfg))
+        if copied:
+            say(f"seeded {copied} labels from {cfg.labels_from}")
+    scale = cfg.rating_scale()
+    store.set_meta(SCALE_META, scale.to_json())  # the page draws the grade buttons from it
+    env = plan.env
+    reward = RewardLearner(
+        env.obs_dim,
+        env.act_dim,
+        cfg.reward_model,
+        device,
+        seed=cfg.seed,
+        data=cfg.data,
+        sharpness=cfg.ratings.sharpness,
+    )
+    feedback: FeedbackSource
+    if cfg.feedback == "synthetic":
+        clips = None
+        if cfg.clip_every() > 0:  # opt-in: a render process for TensorBoard's videos/policy
+            from rlhf.feedback.policy_clips import PolicyClipWorker
+
+            clips = PolicyClipWorker(run_dir.root, store, cfg.video, say)
+        feedback = SyntheticSource(cfg.teacher, store, rng_feedback, scale.levels, clips)
+    else:
+        feedback = HumanSource(
+            run_dir.root, store, cfg.web, cfg.video, rng_feedback, say, cfg.query.total_labels
+        )
+    return Preferences(
+        store=store,
+        reward=reward,
+        feedback=feedback,
+        pool=SegmentPool(cfg.query.pool_size),
+        schedule=QuerySchedule(
+            cfg.query.total_labels,
+            cfg.query.initial_fraction,
+            cfg.total_timesteps,
+            half_rate_steps=cfg.query.half_rate_steps,
+        ),
+    )

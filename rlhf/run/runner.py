@@ -1,0 +1,220 @@
+"""A run's life around the loop: start or resume, train, and stop in one of three ways.
+
+* **finished**: the step budget is spent. The labelling page is told, answers still in flight are
+  accepted for ``--finish-grace`` seconds, the reward is trained once more on every label, and
+  the checkpoint, ``agent.pt``, ``reward_model.pt`` and ``summary.json`` are written.
+* **interrupted** (Ctrl-C or SIGTERM): the current iteration ends, a checkpoint and ``agent.pt``
+  are written, ``summary.json`` says ``"interrupted": true``, and :class:`RunInterrupted` carries
+  the one line that says how to resume (the command line exits 130, or 143 for SIGTERM).
+* **crashed** (an error): the page is told, ``summary.json`` records the error, and the last
+  periodic checkpoint can be resumed.
+
+``rlhf train --resume runs/NAME`` continues from ``checkpoints/last.pt``: same config (the budget
+may grow), every label in the store (also those given through ``rlhf serve`` meanwhile), and the
+TensorBoard curves continue from the checkpoint's step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from rlhf.config import Config, ConfigError
+from rlhf.config.presets import idle_settings, with_preset
+from rlhf.core.shell import program, short_path
+from rlhf.core.status import Phase
+from rlhf.data.seed_labels import check_labels_source, rating_levels
+from rlhf.reward.saved import load_saved_reward
+from rlhf.run import agent_view as view
+from rlhf.run.checkpoint import CheckpointError, load_checkpoint
+from rlhf.run.lifecycle import Progress, RunInterrupted, StopSignals, Summary, write_json_atomic
+from rlhf.run.logger import Logger
+from rlhf.run.loop import final_reward_round, train
+from rlhf.run.offpolicy import train_offpolicy
+from rlhf.run.preflight import preflight
+from rlhf.run.run_dir import (
+    RunDir,
+    busy,
+    create_run_dir,
+    is_trainer_running,
+    stored_dict,
+    trainer_lock,
+    write_config,
+)
+from rlhf.run.trainer import (
+    LAST_CHECKPOINT,
+    RewardFn,
+    Trainer,
+    build_trainer,
+    publish,
+    restore,
+    save_models,
+    write_checkpoint,
+)
+
+_INTERRUPT_GRACE = 3.0
+"""Seconds an interrupted human run waits for answers in flight (the person asked to stop)."""
+
+
+def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
+    """Train according to ``cfg`` (a new run, or continue ``cfg.resume``); returns the summary.
+
+    Args:
+        cfg: the run configuration.
+        reward_fn: optional ``(obs, actions) -> rewards`` on raw observations and applied
+            actions; when given, PPO trains on it instead of ``cfg.reward``.
+
+    Raises:
+        RunInterrupted: Ctrl-C or SIGTERM stopped the run after it saved a checkpoint.
+        ConfigError: a bad configuration, or nothing to resume (a one-line message).
+    """
+    cfg.validate()
+    cfg = _absolute_paths(cfg)  # config.json must name the same files from any directory
+    idle = idle_settings(cfg)
+    cfg, preset = with_preset(cfg)  # stored as used, so a resume keeps it
+    plan = preflight(cfg)  # what cannot work is one line, before a run directory exists
+    torch.set_num_threads(cfg.torch_threads)
+    if reward_fn is None and cfg.reward_model_file is not None:
+        env = plan.env
+        reward_fn = load_saved_reward(
+            Path(cfg.reward_model_file), cfg.env_id, env.obs_dim, env.act_dim
+        )
+    elif cfg.labels_from is not None and cfg.resume is None:  # a resumed run has them already
+        check_labels_source(Path(cfg.labels_from), cfg.env_id, rating_levels(cfg))
+    state = _resume_state(cfg)
+    if state is None:
+        run_dir, progress = create_run_dir(cfg), Progress()
+    else:
+        run_dir = RunDir(Path(cfg.resume))  # type: ignore[arg-type]
+        progress = Progress.from_state_dict(state["progress"])
+        progress.sessions += 1
+    total = -(-cfg.total_timesteps // cfg.batch_size) * cfg.batch_size
+    with contextlib.ExitStack() as cleanup:
+        cleanup.enter_context(trainer_lock(run_dir))  # one trainer per run
+        if state is not None:
+            write_config(run_dir, cfg)  # the budget may have been raised
+        logger = Logger(run_dir.tb, total, cfg.progress, start_step=progress.env_steps)
+        cleanup.callback(logger.close)
+        for line in ([preset] if preset else []) + idle:
+            logger.message(line)
+        stop = cleanup.enter_context(StopSignals(logger.message))
+        t = build_trainer(cfg, plan, run_dir, logger, stop, progress, reward_fn, cleanup)
+        if state is None:
+            logger.hparams_text(stored_dict(cfg))
+        else:
+            restore(t, state)
+            logger.message(f"resuming {run_dir.root} at step {progress.env_steps:,}")
+        return _live(t)
+    raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
+
+
+def _absolute_paths(cfg: Config) -> Config:
+    files = {"reward_model_file": cfg.reward_model_file, "labels_from": cfg.labels_from}
+    return replace(cfg, **{k: str(Path(v).resolve()) for k, v in files.items() if v is not None})
+
+
+def _resume_state(cfg: Config) -> dict | None:
+    if cfg.resume is None:
+        return None
+    run_dir = RunDir(Path(cfg.resume))
+    if is_trainer_running(run_dir):  # say so before "no checkpoint yet"; the lock still decides
+        raise busy(run_dir)
+    path = run_dir.checkpoints / LAST_CHECKPOINT
+    try:
+        return load_checkpoint(path)
+    except CheckpointError as exc:
+        raise ConfigError(f"cannot resume {cfg.resume}: {exc}") from None
+
+
+def _live(t: Trainer) -> Summary:
+    """Train, then end the run the way it ended."""
+    try:
+        train_offpolicy(t) if t.cfg.algo == "sac" else train(t)
+    except KeyboardInterrupt:  # a second Ctrl-C: stop at once, without a new checkpoint
+        _finish(t, Phase.INTERRUPTED, checkpoint=False)
+        raise RunInterrupted(_resume_hint(t), 130) from None
+    except Exception as exc:
+        with contextlib.suppress(Exception):  # never hide the error behind a second one
+            _finish(t, Phase.CRASHED, error=" ".join(f"{type(exc).__name__}: {exc}".split()))
+        raise
+    if t.stop.requested:
+        _finish(t, Phase.INTERRUPTED)
+        raise RunInterrupted(_resume_hint(t), t.stop.exit_code)
+    return _finish(t, Phase.FINISHED)
+
+
+def _finish(t: Trainer, phase: Phase, error: str | None = None, checkpoint: bool = True) -> Summary:
+    """Save what the run has, tell the page, let answers in flight arrive, write the summary."""
+    resume = resume_command(t.run_dir.root)
+    close = t.prefs.feedback.close if t.prefs is not None else lambda grace: None
+    if phase is Phase.FINISHED:
+        longer = f"{resume} --total-timesteps {2 * t.cfg.total_timesteps}"
+        publish(t, phase, "training has finished", resume_command=longer)
+        close(t.cfg.web.finish_grace)
+        log_last_clips(t)  # those drawn while the source closed
+        final_reward_round(t)  # includes the answers that arrived during the grace period
+    elif phase is Phase.INTERRUPTED:
+        if checkpoint:
+            write_checkpoint(t)
+        publish(t, phase, "the trainer was stopped; every label is kept", resume_command=resume)
+        close(min(t.cfg.web.finish_grace, _INTERRUPT_GRACE))
+    else:
+        publish(t, phase, f"the trainer stopped with an error: {error}", resume_command=resume)
+        close(0.0)
+    if phase is Phase.FINISHED:
+        write_checkpoint(t)
+    if phase is not Phase.CRASHED and checkpoint:
+        save_models(t)
+    summary = _summary(t, phase, error)
+    write_json_atomic(t.run_dir.summary, summary.__dict__)
+    if phase is Phase.FINISHED:
+        t.logger.message(f"run finished: {t.run_dir.root} (summary.json)")
+    return summary
+
+
+def log_last_clips(t: Trainer) -> None:
+    """Put in TensorBoard the policy clips drawn after the last iteration logged them."""
+    if t.prefs is not None:
+        t.clips_logged = view.show_last(t.cfg, t.prefs.store, t.logger, t.clips_logged)
+
+
+def _summary(t: Trainer, phase: Phase, error: str | None) -> Summary:
+    p, cfg, prefs = t.progress, t.cfg, t.prefs
+    wall = t.train_seconds()
+    return Summary(
+        env_id=cfg.env_id,
+        seed=cfg.seed,
+        run_name=t.run_dir.name,
+        reward=cfg.reward,
+        feedback=cfg.feedback if prefs is not None else None,
+        status=phase.value,
+        interrupted=phase is Phase.INTERRUPTED,
+        env_steps=p.env_steps,
+        wall_seconds=round(wall, 2),
+        sps=round(p.env_steps / max(wall, 1e-9), 1),
+        final_true_return=p.mean_return,
+        episodes=p.episodes,
+        labels_used=0 if prefs is None else prefs.reward.fitted_on,
+        reward_val_accuracy=None if prefs is None else prefs.reward.val_accuracy,
+        sessions=p.sessions,
+        error=error,
+        final_success_rate=p.success_rate,
+        replay_steps=p.replay_steps,
+    )
+
+
+def resume_command(root: Path) -> str:
+    """``rlhf train --resume RUN`` as it runs from the current shell."""
+    return f"{program('rlhf')} train --resume {short_path(root)}"
+
+
+def _resume_hint(t: Trainer) -> str:
+    """The one line the command line prints when a run was interrupted."""
+    last = t.run_dir.checkpoints / LAST_CHECKPOINT
+    if not last.exists():
+        return "interrupted before the first checkpoint: start the run again to train"
+    step = load_checkpoint(last)["progress"]["env_steps"]
+    return f"interrupted at step {step:,}; continue with: {resume_command(t.run_dir.root)}"

@@ -1,0 +1,233 @@
+"""A run's parts while it trains: building them, publishing their status, saving and
+restoring them.
+
+:class:`Trainer` holds the envs, the agent and (with a learned reward) the preference side;
+:func:`build_trainer` makes them for a run, :func:`write_checkpoint` and :func:`restore` carry
+them across sessions. :mod:`rlhf.run.loop` drives them, one stage after another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from rlhf.agent.collector import RolloutCollector
+from rlhf.agent.her_replay import HindsightReplayBuffer
+from rlhf.agent.learner import PPOLearner
+from rlhf.agent.replay import ENV_REWARD, ReplayBuffer
+from rlhf.agent.rollout import ObsNormalizer
+from rlhf.agent.sac_learner import SACLearner
+from rlhf.config import Config, ConfigError
+from rlhf.core.status import STATUS_KEY, Phase
+from rlhf.data.seed_labels import imported_pairs
+from rlhf.envs import make_env, make_vec_env
+from rlhf.envs.goals import goal_reward_fn
+from rlhf.queries.replayed import Replayer
+from rlhf.run.checkpoint import rng_state, save_atomic, save_checkpoint, set_rng_state
+from rlhf.run.lifecycle import CheckpointClock, Progress, StopSignals
+from rlhf.run.logger import Logger
+from rlhf.run.preferences import Preferences, open_preferences
+from rlhf.run.preflight import RunPlan
+from rlhf.run.report import trainer_status
+from rlhf.run.run_dir import RunDir
+
+RewardFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""(raw obs (B, obs_dim), applied actions (B, act_dim)) -> rewards (B,)."""
+
+LAST_CHECKPOINT = "last.pt"
+"""The run's latest checkpoint, in ``checkpoints/``."""
+
+
+@dataclass
+class Trainer:
+    """Everything a run holds while it trains."""
+
+    cfg: Config
+    plan: RunPlan
+    run_dir: RunDir
+    logger: Logger
+    stop: StopSignals
+    agent: PPOLearner | SACLearner
+    collector: RolloutCollector
+    rngs: dict[str, np.random.Generator]
+    """policy (actions, minibatches), segments, query, train (reward fits), feedback."""
+    progress: Progress
+    clock: CheckpointClock
+    prefs: Preferences | None = None
+    """None: PPO trains on ``reward_fn`` or, without one, on the env's reward."""
+    reward_fn: RewardFn | None = None
+    started: float = field(default_factory=time.monotonic)
+    """When this session began (for steps/s and the run's total training time)."""
+    start_step: int = 0
+    longest_episode: int = 0
+    replay: ReplayBuffer | None = None
+    """SAC's replay buffer (None with PPO); see :mod:`rlhf.run.offpolicy`."""
+    replayer: Replayer | None = None
+    """Rolls out replayed pairs (``--query.replay-share``); None when not asked for."""
+    clips_logged: int = 0
+    """The newest policy clip put in TensorBoard (see :mod:`rlhf.run.agent_view`)."""
+
+    @property
+    def iterations(self) -> int:
+        """Iterations in the run: enough rollouts (PPO) or SAC iterations to cover
+        ``total_timesteps``."""
+        return -(-self.cfg.total_timesteps // self.cfg.batch_size)
+
+    def train_seconds(self) -> float:
+        """Wall time spent training over every session of the run, this one included."""
+        return self.progress.train_seconds + time.monotonic() - self.started
+
+
+def publish(t: Trainer, phase: Phase, message: str, **extra: object) -> None:
+    """Write the trainer status where the labelling page reads it (runs with a store only)."""
+    if t.prefs is not None:
+        labels_used = t.prefs.reward.fitted_on
+        extra.setdefault("eta_seconds", eta_seconds(t))
+        status = trainer_status(t.cfg, t.progress, labels_used, phase, message, **extra)  # type: ignore[arg-type]
+        t.prefs.store.set_meta(STATUS_KEY, status.to_json())
+
+
+def eta_seconds(t: Trainer) -> float | None:
+    """Wall time left at this session's pace so far (waits for labels included); None before
+    the first step of the session."""
+    done = t.collector.global_step - t.start_step
+    if done <= 0:
+        return None
+    left = max(t.cfg.total_timesteps - t.collector.global_step, 0)
+    return (time.monotonic() - t.started) / done * left
+
+
+def build_trainer(
+    cfg: Config,
+    plan: RunPlan,
+    run_dir: RunDir,
+    logger: Logger,
+    stop: StopSignals,
+    progress: Progress,
+    reward_fn: RewardFn | None,
+    cleanup: contextlib.ExitStack,
+) -> Trainer:
+    """Make the envs, the agent and (with a learned reward) the preference side of a run.
+
+    Whatever needs closing is registered on ``cleanup``. With human feedback this starts the
+    labelling session.
+    """
+    device = _device(cfg.device)
+    envs = make_vec_env(
+        cfg.env_id, cfg.num_envs, cfg.seed, cfg.env_kwargs_dict(), plan.fixed_horizon
+    )
+    cleanup.callback(envs.close)
+    obs_dim, act_dim = plan.env.obs_dim, plan.env.act_dim
+    rngs = _rngs(cfg.seed)
+    agent: PPOLearner | SACLearner
+    replay = None
+    if cfg.algo == "sac":
+        space = envs.single_action_space
+        agent = SACLearner(obs_dim, act_dim, space.low, space.high, cfg.sac, device)
+        nq, nv = plan.env.nq, plan.env.nv
+        buffer = min(cfg.sac.buffer_size, cfg.total_timesteps)  # never more than the run fills
+        if cfg.sac.her:  # goal envs only (preflight): relabels goals per minibatch
+            replay = HindsightReplayBuffer(
+                buffer, obs_dim, act_dim, nq, nv, goal_size=plan.env.goal_size,
+                num_envs=cfg.num_envs, future_k=cfg.sac.her_future_k,
+                goal_reward=goal_reward_fn(envs.envs[0]),
+            )  # fmt: skip
+        else:
+            replay = ReplayBuffer(buffer, obs_dim, act_dim, nq, nv, relabel=cfg.sac.relabel)
+        if cfg.reward == "learned" and reward_fn is None:
+            replay.set_reward_fn(None)  # no reward until pretraining or the first labels
+        obs_norm = ObsNormalizer(obs_dim, enabled=False)  # SAC acts on raw observations
+    else:
+        agent = PPOLearner(obs_dim, act_dim, cfg.num_envs, cfg.ppo, device)
+        obs_norm = agent.obs_norm
+    # A resumed run starts new episodes, from a seed of its own (the envs' state is not saved).
+    reset_seed = cfg.seed
+    if progress.env_steps:
+        reset_seed = int(
+            np.random.SeedSequence([cfg.seed, progress.env_steps]).generate_state(1)[0]
+        )
+    learns_reward = reward_fn is None and cfg.reward == "learned"
+    collector = RolloutCollector(
+        envs, cfg.env_id, obs_norm, reset_seed, progress.env_steps, reward_parts=learns_reward
+    )
+    clock = CheckpointClock(cfg.checkpoint_every, cfg.checkpoint_minutes)
+    t = Trainer(cfg, plan, run_dir, logger, stop, agent, collector, rngs, progress, clock)
+    t.start_step = progress.env_steps
+    t.replay = replay
+    if not learns_reward:
+        t.reward_fn = reward_fn
+        if replay is not None:
+            replay.set_reward_fn(ENV_REWARD if reward_fn is None else reward_fn)
+        return t
+    t.prefs = open_preferences(cfg, run_dir, plan, device, rngs["feedback"], logger.message)
+    if cfg.query.replay_share:
+        kwargs = cfg.env_kwargs_dict()
+        t.replayer = Replayer(lambda: make_env(cfg.env_id, kwargs))
+        cleanup.callback(t.replayer.close)
+    cleanup.callback(t.prefs.store.close)
+    cleanup.callback(t.prefs.feedback.close)  # a safety net: the runner closes it with a grace
+    publish(t, Phase.STARTING, "starting")
+    return t
+
+
+def _rngs(seed: int) -> dict[str, np.random.Generator]:
+    """One seed, five independent streams (a new consumer of one never shifts the others)."""
+    torch.manual_seed(seed)
+    streams = np.random.SeedSequence(seed).spawn(4)
+    names = ("segments", "query", "train", "feedback")
+    return {"policy": np.random.default_rng(seed)} | {
+        name: np.random.default_rng(s) for name, s in zip(names, streams, strict=True)
+    }
+
+
+def _device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda was asked for but torch sees no CUDA device")
+    return torch.device(name)
+
+
+def write_checkpoint(t: Trainer) -> None:
+    """Save everything the run needs to continue (see :func:`restore`) to ``checkpoints/last.pt``."""
+    p = t.progress
+    state = {
+        "progress": {**p.state_dict(), "train_seconds": t.train_seconds()},
+        "agent": t.agent.state_dict(),
+        "preferences": None if t.prefs is None else t.prefs.state_dict(),
+        "rngs": {name: rng_state(rng) for name, rng in t.rngs.items()},
+        "torch_rng": torch.get_rng_state(),
+    }
+    if t.replay is not None:  # SAC learns from all of it: a resumed run must have it back
+        state["replay"] = t.replay.state_dict()
+    save_checkpoint(state, t.run_dir.checkpoints / LAST_CHECKPOINT)
+    t.clock.reset()
+
+
+def restore(t: Trainer, state: dict) -> None:
+    """Load a checkpoint written by :func:`write_checkpoint` into freshly built parts."""
+    t.agent.load_state_dict(state["agent"])
+    for name, rng in t.rngs.items():
+        set_rng_state(rng, state["rngs"][name])
+    torch.set_rng_state(state["torch_rng"])
+    if t.replay is not None:
+        t.replay.load_state_dict(state["replay"])
+    if t.prefs is not None:
+        t.prefs.load_state_dict(state["preferences"])
+        # Pairs asked for after the checkpoint (before a crash) are in the store: never ask twice.
+        # (Pairs seeded from --labels-from were never asked in this run.)
+        asked = t.prefs.store.counts().pairs - imported_pairs(t.prefs.store)
+        t.progress.requested = max(t.progress.requested, asked)
+
+
+def save_models(t: Trainer) -> None:
+    """``checkpoints/agent.pt`` and, with a learned reward, ``checkpoints/reward_model.pt``."""
+    save_atomic(t.agent.state_dict(), t.run_dir.checkpoints / "agent.pt")
+    if t.prefs is not None:
+        state = t.prefs.reward.state_dict() | {"env_id": t.cfg.env_id}  # for --reward-model
+        save_atomic(state, t.run_dir.checkpoints / "reward_model.pt")

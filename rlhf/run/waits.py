@@ -1,0 +1,103 @@
+"""What the loop waits for, said aloud; and what it will never get, refused in one line.
+
+Every wait says on the terminal and on the labelling page what it waits for and why, and ends
+with an error as soon as what it waits for can never come. Nothing here knows PPO or the reward
+model: the loop passes in the store, the feedback source and how to tell people.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from rlhf.config import flag
+from rlhf.feedback.sources import FeedbackSource
+from rlhf.run.lifecycle import RunError, StopSignals
+from rlhf.store import LabelStore
+
+NO_SEGMENT_ITERATIONS = 10
+"""Iterations without a single segment after which a run is refused."""
+
+Publish = Callable[[str, int], None]
+"""Tell the page: (message, labels still needed)."""
+
+
+def wait_for_labels(
+    needed: int,
+    store: LabelStore,
+    feedback: FeedbackSource,
+    stop: StopSignals,
+    say: Callable[[str], None],
+    publish: Publish,
+) -> None:
+    """Block until ``needed`` labels (skips included) are in the store, or a stop is asked.
+
+    Raises:
+        RunError: the labels can never come (e.g. no video can be rendered).
+    """
+    shown = None
+    while (missing := needed - store.counts().labelled) > 0 and not stop.requested:
+        problem = feedback.problem()
+        if problem is not None:
+            raise RunError(f"waiting for labels that cannot come: {problem}")
+        message = f"waiting for {missing} more labels before the agent starts learning"
+        publish(f"{message} ({feedback.waiting_note()})", missing)
+        if missing != shown:
+            say(f"{message}: {feedback.waiting_note()}")
+            shown = missing
+        stop.wait(0.5)
+
+
+def refuse_without_segments(
+    pool_size: int, iterations: int, segment_length: int, longest_episode: int
+) -> None:
+    """Refuse, after a few iterations, a run whose episodes are all shorter than a segment.
+
+    With ``--terminations standard`` a random policy may fall before a segment's worth of steps,
+    every time: no query could ever be asked, and the run would train on nothing.
+
+    Raises:
+        RunError: no segment in :data:`NO_SEGMENT_ITERATIONS` iterations.
+    """
+    if pool_size or iterations < NO_SEGMENT_ITERATIONS:
+        return
+    raise RunError(
+        f"no episode lasted a segment ({segment_length} steps) in {NO_SEGMENT_ITERATIONS}"
+        f" iterations (the longest: {longest_episode} steps), so no pair can be asked about:"
+        f" lower {flag('query.segment_length')} or use {flag('terminations')} fixed-horizon"
+    )
+
+
+SAY_EVERY_S = 30.0
+"""While a wait goes on, the terminal hears of it again this often (the page every half second)."""
+
+
+def wait_for_answers(
+    store: LabelStore,
+    feedback: FeedbackSource,
+    stop: StopSignals,
+    say: Callable[[str], None],
+    publish: Callable[[str, int, int], None],
+    why: str,
+) -> None:
+    """Block until every pair asked for is answered, retired or failed, or a stop is asked.
+
+    ``--feedback-pace``: PPO waits while the labeller is behind the schedule. The terminal hears
+    when the wait starts and then every :data:`SAY_EVERY_S` seconds; the page each poll, through
+    ``publish(message, labels still needed, labels in the store when the wait ends)``.
+
+    Raises:
+        RunError: the labels can never come (e.g. no video can be rendered).
+    """
+    said_at = None
+    while (live := store.counts().live) > 0 and not stop.requested:
+        problem = feedback.problem()
+        if problem is not None:
+            raise RunError(f"waiting for labels that cannot come: {problem}")
+        message = f"waiting for {live} more labels {why}"
+        publish(f"{message} ({feedback.waiting_note()})", live, store.label_count() + live)
+        now = time.monotonic()
+        if said_at is None or now - said_at >= SAY_EVERY_S:
+            say(f"{message}: {feedback.waiting_note()}")
+            said_at = now
+        stop.wait(0.5)
