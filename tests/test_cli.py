@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
 import sqlite3
 import subprocess
 import sys
@@ -97,6 +98,56 @@ def test_help_lists_the_common_flags(tmp_path: Path) -> None:
         "--num-steps",
     ):
         assert flag in result.stdout, flag
+
+
+def test_help_leads_with_the_flags_a_person_needs_first(tmp_path: Path) -> None:
+    """rlhf train --help opens with the first flags to use, the expert ones below them.
+
+    tyro prints the top-level settings in one box before any section, so a section's flag
+    (--query.total-labels, --port) cannot join them without a new name: the description above
+    the boxes names it, and its section is the first box after them. Measured at 80 columns:
+    every flag below is named by line 8, --resume's entry is on line 29, the query box starts on
+    line 105 (of 478); the bars leave a little room.
+    """
+    result = subprocess.run(
+        [sys.executable, "-m", "rlhf", "train", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+
+    def first(needle: str) -> int:
+        """1-based number of the first line holding ``needle``."""
+        return next(i for i, line in enumerate(lines, 1) if needle in line)
+
+    def entry(flag: str) -> int:
+        """1-based line of the flag's own entry in a box."""
+        return first(f"│ {flag} ")
+
+    first_flags = ["--env-id", "--total-timesteps", "--query.total-labels", "--feedback"]
+    first_flags += ["--task", "--host", "--port", "--run-name", "--runs-dir", "--seed", "--resume"]
+    for flag in first_flags:
+        assert first(flag) <= 12, (flag, first(flag))
+    top = ["--env-id", "--total-timesteps", "--feedback", "--task", "--seed", "--run-name"]
+    top += ["--runs-dir", "--resume"]
+    for flag in top:  # their entries, in this order, at the top of the options box
+        assert entry(flag) <= 40, (flag, entry(flag))
+    assert [entry(f) for f in top] == sorted(entry(f) for f in top)
+    assert entry("--resume") < entry("--terminations") < entry("--learning-rate")
+    # The first section box after the options is the query box, led by the label budget; then
+    # the labelling page's (--host, --port).
+    boxes = [line for line in lines if line.startswith("╭─ ")]
+    assert [box.split()[1] for box in boxes[:3]] == ["options", "query", "web"], boxes
+    query_box = first("╭─ query options")
+    assert next(line for line in lines[query_box:] if line.startswith("│ --")).startswith(
+        "│ --query.total-labels "
+    )
+    assert entry("--query.total-labels") <= 125
+    assert entry("--query.total-labels") < entry("--host") < entry("--port") < entry("--gamma")
 
 
 def _stored_run(tmp_path: Path) -> Config:

@@ -101,16 +101,17 @@ class RewardConfig:
     val_fraction: float = 0.2
     """Share of labels held out for validation (and early stopping)."""
     retrain_growth: float = 0.1
-    """Retrain the ensemble once the labels have grown by this fraction since the last round
-    (the first labels always train). Bounds reward-training time over a run; 0.1 learned
-    better than 0.25 on Walker2d-v5 (mean true return 981 vs 746 at 300k steps)."""
+    """Retrain the ensemble once the labels have grown by this fraction since the last round (the
+    first labels always train). Bounds reward-training time over a run: a larger value
+    spends less time on reward training, and the reward follows new labels later (measured:
+    docs/results/settings.md)."""
     observations_only: bool = False
     """The reward sees observations only (actions are zeroed before the network sees them). The
     labels of a run tie action size to progress (the segments that move more also spend more),
     so a reward that sees actions can learn to pay for large actions, the opposite of a control
-    cost; one without them cannot learn a control cost either way. At 1M steps it lifted
-    Walker2d-v5 (0.83 of true-reward PPO vs 0.70, 6 seeds) and cost HalfCheetah-v5 (1.76 vs
-    2.53, 3 seeds), whose control cost matters: see the README."""
+    cost; one without them cannot learn a control cost either way. Try it where a learned reward
+    pays for large actions (the agent flails); leave it off where the env's control cost matters (measured:
+    docs/results/settings.md)."""
 
     def validate(self) -> None:
         _check(self.ensemble_size >= 1, "{reward_model.ensemble_size} must be >= 1")
@@ -137,7 +138,7 @@ class QueryConfig:
     clips; e.g. Hopper 250 steps, HalfCheetah 40), at most one episode."""
     segment_length: Annotated[int | None, tyro.conf.arg(metavar="STEPS")] = None
     """Steps per segment; default: --query.segment-seconds for human feedback, 50 steps for the
-    synthetic teacher (as B-Pref; measured to learn better than 2 s on Hopper and Walker2d)."""
+    synthetic teacher (as B-Pref; measured: docs/results/settings.md)."""
     pool_size: int = 2000
     """Recent segments kept as candidates."""
     selection: Literal["uniform", "disagreement", "entropy"] = "disagreement"
@@ -157,9 +158,10 @@ class QueryConfig:
     segment's first recorded physics state, the current policy is rolled out twice with its
     action noise scaled by 0.3 and by 1.5, so the two differ in what acting costs more than in
     progress (rlhf/queries/replayed.py). PPO on MuJoCo envs only; their env steps are counted in
-    labels/replay_steps, not in --total-timesteps. Default: the env's preset (0.3 on Ant, where
-    it lifted RLHF from 0.52 to 0.81 of PPO at 1M, and to 0.95 with --end-value zero;
-    rlhf/config/presets.py), else 0 (it costs Walker2d and Swimmer: see the README)."""
+    labels/replay_steps, not in --total-timesteps. Use it where the labels tie action size to
+    progress (the segments that move more also spend more), so the reward learns what acting
+    costs. Default: the env's preset (0.3 on Ant; rlhf/config/presets.py), else 0 (measured:
+    docs/results/settings.md)."""
 
     def validate(self) -> None:
         _check(self.total_labels >= 0, "{query.total_labels} must be >= 0")
@@ -228,7 +230,8 @@ class VideoConfig:
     render_processes: int = 0
     """Render processes; 0: one per core but the trainer's, at least 2, at most 4."""
     antialias: bool = False
-    """4x multisampling: smoother edges at ~2.5x the render time on software GL (measured)."""
+    """4x multisampling: smoother edges, at a much longer render time on software GL (measured:
+    docs/results/settings.md)."""
 
     def validate(self) -> None:
         _check(self.width >= 16, "{video.width} must be >= 16")
@@ -275,43 +278,39 @@ class WebConfig:
 
 @dataclass(frozen=True)
 class Config:
-    """rlhf train: teach a MuJoCo agent a behaviour from preferences."""
+    """rlhf train: teach a MuJoCo agent a behaviour from preferences.
 
+    Start with these flags (the expert ones follow them, grouped by section):
+    --env-id, --total-timesteps, --query.total-labels (the label budget),
+    --feedback (human or synthetic), --task, --host/--port (the labelling page),
+    --run-name/--runs-dir, --seed, --resume."""
+
+    # The flags a person needs first come first: tyro lists the top-level fields in this order,
+    # above the sections (in theirs). Fields are read and written by name everywhere (to_dict,
+    # from_dict, config.json), so their order is free to follow --help.
     env_id: str = "HalfCheetah-v5"
     """Gymnasium environment id (continuous actions)."""
-    algo: Literal["ppo", "sac"] = "ppo"
-    """The RL algorithm: PPO (on-policy), or SAC on a replay buffer whose rewards follow the
-    latest learned reward, with PEBBLE's unsupervised pretraining (see the sac section)."""
-    env_kwargs: Annotated[str, tyro.conf.arg(metavar="JSON")] = "{}"
-    """Keyword arguments for the env as a JSON object, e.g. '{"ctrl_cost_weight": 0.1}'."""
-    terminations: Literal["auto", "absorbing", "fixed-horizon", "standard"] = "auto"
-    """How episodes that the env ends early (a fall) meet a learned reward, which cannot see an
-    episode's end: absorbing: segments that reach an end are padded with an absorbing state whose
-    reward is learned too, and PPO values an end as staying there (Kostrikov et al. 2019);
-    fixed-horizon: episodes never end early (seals); standard: as the env says, which leaks the
-    reward's sign into the policy; auto: absorbing with a learned reward, standard with --reward
-    env. The true return reported is always the standard env's."""
     total_timesteps: int = 1_000_000
     """Environment steps over the whole run (all envs together)."""
+    feedback: Literal["human", "synthetic"] = "human"
+    """Where preference labels come from (with --reward learned)."""
+    task: str = ""
+    """What to teach, in words (e.g. "run backwards"): shown above the videos, kept with the run."""
     seed: int = 1
     """One seed makes the whole run reproducible."""
     run_name: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
     """Name of the run directory; default <env>__<reward>__<seed>__<timestamp>."""
     runs_dir: str = "runs"
     """Parent directory of run directories."""
+    resume: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
+    """Continue the run in this directory (e.g. runs/NAME) from its last checkpoint, with its
+    stored configuration. Flags may raise --total-timesteps and --query.total-labels and change
+    this session's settings (--device, --progress, --port ...); any other change is refused."""
     reward: Literal["learned", "env"] = "learned"
     """Train PPO on the learned reward (RLHF) or on the true env reward (baseline)."""
-    reward_model_file: Annotated[str | None, tyro.conf.arg(name="reward-model", metavar="FILE")] = (
-        None
-    )
-    """Train on a saved reward and ask for no labels: a file written by rlhf reward fit, or a
-    run's checkpoints/reward_model.pt (its env and obs/action sizes must be this run's)."""
-    labels_from: Annotated[str | None, tyro.conf.arg(metavar="DATASET_OR_RUN")] = None
-    """Seed this run's labels with every label of an earlier run (its directory) or of a dataset
-    written by rlhf export: the reward trains on them from the first iteration; the label
-    schedule (--query.total-labels) counts only the labels asked in this run."""
-    feedback: Literal["human", "synthetic"] = "human"
-    """Where preference labels come from (with --reward learned)."""
+    algo: Literal["ppo", "sac"] = "ppo"
+    """The RL algorithm: PPO (on-policy), or SAC on a replay buffer whose rewards follow the
+    latest learned reward, with PEBBLE's unsupervised pretraining (see the sac section)."""
     feedback_kind: Literal["pairs", "ratings", "both"] = "pairs"
     """What a teacher is asked: to compare two clips (pairs), to grade one clip on the grade
     scale of --ratings.levels/--ratings.names (ratings), or both, in turn."""
@@ -321,47 +320,59 @@ class Config:
     """Human feedback: when the labeller is behind the label schedule, PPO waits between
     iterations until every pair asked so far is answered, instead of spending the step budget
     on a stale reward (the page and the terminal say so). --no-feedback-pace: PPO runs freely."""
-    task: str = ""
-    """What to teach, in words (e.g. "run backwards"): shown above the videos, kept with the run."""
+    labels_from: Annotated[str | None, tyro.conf.arg(metavar="DATASET_OR_RUN")] = None
+    """Seed this run's labels with every label of an earlier run (its directory) or of a dataset
+    written by rlhf export: the reward trains on them from the first iteration; the label
+    schedule (--query.total-labels) counts only the labels asked in this run."""
+    reward_model_file: Annotated[str | None, tyro.conf.arg(name="reward-model", metavar="FILE")] = (
+        None
+    )
+    """Train on a saved reward and ask for no labels: a file written by rlhf reward fit, or a
+    run's checkpoints/reward_model.pt (its env and obs/action sizes must be this run's)."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Torch device for the networks; auto uses CUDA when present."""
+    num_envs: int = 1
+    """Parallel environments (synchronous vector env)."""
+    progress: bool = True
+    """Show a tqdm progress bar."""
+    checkpoint_every: int = 0
+    """Write a checkpoint every this many PPO iterations; 0: about every --checkpoint-minutes."""
+    checkpoint_minutes: float = 5.0
+    """Minutes of wall time between checkpoints when --checkpoint-every is 0."""
     policy_clip_every: Annotated[int | None, tyro.conf.arg(metavar="N")] = None
     """Every this many iterations, a clip of the current policy (from its rollout's recorded
     states) is rendered for the page and TensorBoard (videos/policy); 0: off. Default (None): 10
     with --feedback human, off otherwise; a value > 0 with --feedback synthetic starts one
     background render process for them."""
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    """Torch device for the networks; auto uses CUDA when present."""
-    num_envs: int = 1
-    """Parallel environments (synchronous vector env)."""
+    env_kwargs: Annotated[str, tyro.conf.arg(metavar="JSON")] = "{}"
+    """Keyword arguments for the env as a JSON object, e.g. '{"ctrl_cost_weight": 0.1}'."""
+    terminations: Literal["auto", "absorbing", "fixed-horizon", "standard"] = "auto"
+    """How episodes that the env ends early (a fall) meet a learned reward, which cannot see an
+    episode's end: absorbing: segments that reach an end are padded with an absorbing state whose
+    reward is learned too, and PPO values an end as staying there (Kostrikov et al. 2019);
+    fixed-horizon: episodes never end early (seals); standard: as the env says, which leaks the
+    reward's sign into the policy; auto: absorbing with a learned reward, standard with --reward
+    env. The true return reported is always the standard env's."""
     torch_threads: int = 1
     """Torch CPU threads in the trainer (1 is fastest on small, shared machines)."""
-    progress: bool = True
-    """Show a tqdm progress bar."""
-    resume: Annotated[str | None, tyro.conf.arg(metavar="DIR")] = None
-    """Continue the run in this directory (e.g. runs/NAME) from its last checkpoint, with its
-    stored configuration. Flags may raise --total-timesteps and --query.total-labels and change
-    this session's settings (--device, --progress, --port ...); any other change is refused."""
-    checkpoint_every: int = 0
-    """Write a checkpoint every this many PPO iterations; 0: about every --checkpoint-minutes."""
-    checkpoint_minutes: float = 5.0
-    """Minutes of wall time between checkpoints when --checkpoint-every is 0."""
-    ppo: Annotated[PPOConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=PPOConfig)
-    """PPO hyperparameters."""
-    sac: SACConfig = field(default_factory=SACConfig)
-    """SAC and PEBBLE settings (--algo sac)."""
     query: QueryConfig = field(default_factory=QueryConfig)
     """Segment and query selection settings."""
-    reward_model: RewardConfig = field(default_factory=RewardConfig)
-    """Reward ensemble settings."""
+    web: Annotated[WebConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=WebConfig)
+    """Web server settings (--feedback human): --host, --port, --token, --open-browser."""
+    video: VideoConfig = field(default_factory=VideoConfig)
+    """Video rendering settings (--feedback human)."""
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
     """Synthetic teacher settings (--feedback synthetic)."""
+    reward_model: RewardConfig = field(default_factory=RewardConfig)
+    """Reward ensemble settings."""
     ratings: RatingsConfig = field(default_factory=RatingsConfig)
     """The grade scale (--feedback-kind ratings or both)."""
     data: DataConfig = field(default_factory=DataConfig)
     """Weighted sampling of labelled data for reward training."""
-    video: VideoConfig = field(default_factory=VideoConfig)
-    """Video rendering settings (--feedback human)."""
-    web: Annotated[WebConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=WebConfig)
-    """Web server settings (--feedback human): --host, --port, --token, --open-browser."""
+    ppo: Annotated[PPOConfig, tyro.conf.OmitArgPrefixes] = field(default_factory=PPOConfig)
+    """PPO hyperparameters (--algo ppo)."""
+    sac: SACConfig = field(default_factory=SACConfig)
+    """SAC and PEBBLE settings (--algo sac)."""
 
     def clip_every(self) -> int:
         """--policy-clip-every resolved: None means 10 with human feedback, 0 (off) otherwise."""

@@ -63,17 +63,16 @@ class PPOConfig:
     reward minus the absorbing state's, so an episode's end is worth 0 and a step what it gains
     over having ended, as with an env's reward and its healthy bonus; absorbing: on the learned
     reward as it is, an end worth its absorbing reward forever (r_abs / (1 - gamma)). The two
-    differ by a constant, which PPO's reward scaling and value network do not ignore: see the
-    README (Walker2d-v5 and Hopper-v5 at 1M). Only once an episode has ended early: where none
+    differ by a constant, which PPO's reward scaling and value network do not ignore (measured:
+    docs/results/settings.md). Only once an episode has ended early: where none
     does (HalfCheetah), no label has taught the absorbing reward, and the rewards stay as they
     are."""
     end_margin: Annotated[float | None, tyro.conf.arg(metavar="FLOAT")] = None
     """With a learned absorbing reward: an episode's end counts this much below it per step, in
     units of the learned reward (its members are standardised over the labelled steps), so
-    each step alive gains this much more over an end than the labels alone say. Default: the
-    env's preset (0.3 on Hopper: RLHF at 1.02 of PPO at 300k steps instead of 0.82, 9 seeds,
-    and no seed left standing at 1M; rlhf/config/presets.py), else 0 (on Walker2d-v5 both 0.3 and -0.2
-    cost it: see the README)."""
+    each step alive gains this much more over an end than the labels alone say: for an agent that
+    ends its episodes early (falls) where it should stay up. Default: the env's preset (0.3 on Hopper;
+    rlhf/config/presets.py), else 0 (measured: docs/results/settings.md)."""
 
     def validate(self, check: Check) -> None:
         check(self.learning_rate > 0, "{ppo.learning_rate} must be > 0")
@@ -117,9 +116,10 @@ class SACConfig:
     hidden_size: int = 256
     """Width of the two hidden layers of actor and critics."""
     hidden_dtype: Literal["float32", "bfloat16"] = "float32"
-    """Precision of the hidden-to-hidden products of actor and critics (~90% of a step's
-    arithmetic); bfloat16 halves a gradient step on CPUs with native bf16 (AVX512-BF16, AMX) and
-    slows it elsewhere; weights, Q-values and losses stay float32 (scripts/bench_sac.py)."""
+    """Precision of the hidden-to-hidden products of actor and critics (most of a step's
+    arithmetic); bfloat16 speeds a gradient step up on CPUs with native bf16 (AVX512-BF16, AMX)
+    and slows it down elsewhere; weights, Q-values and losses stay float32 (measured:
+    docs/results/settings.md, scripts/bench_sac.py)."""
     iteration_steps: int = 1000
     """Env steps (per env) between two preference rounds, log lines and checkpoint checks."""
     pretrain_steps: int = 9000
@@ -129,9 +129,10 @@ class SACConfig:
     """k of the k-nearest-neighbour state-entropy reward (B-Pref: 5)."""
     relabel: bool = True
     """Keep each transition's learned reward and rescore the whole buffer when the reward is
-    refitted (PEBBLE's way; the same rewards as scoring each minibatch when it is sampled, which
-    --sac.no-relabel does, at a sixth of the cost per step: scripts/bench_relabel.py). Not used
-    with --sac.her, whose relabelled goals make every minibatch's rewards new."""
+    refitted (PEBBLE's way): the same rewards as scoring each minibatch when it is sampled, the
+    way of --sac.no-relabel, at a fraction of its cost per step (measured:
+    docs/results/settings.md, scripts/bench_relabel.py). Not used with --sac.her, whose
+    relabelled goals make every minibatch's rewards new."""
     her: bool = False
     """Hindsight experience replay for a goal-conditioned env: whole episodes are stored and
     each sampled transition's desired goal is, with probability k/(k+1) (k:
