@@ -14,8 +14,6 @@ import secrets
 from pathlib import Path
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
-TOKENS_META = "labeller_tokens"
-"""Store meta key: ``{name: token}`` of the run's named labellers."""
 
 
 class LabellerError(ValueError):

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 STATUS_KEY = "trainer_status"
-"""The store meta key holding the latest :class:`TrainerStatus`."""
+"""The store meta key holding the latest :class:`TrainerStatus` (its users name it
+``rlhf.store.meta.STATUS_META``; it is defined here because ``core/`` imports no other room)."""
 
 
 class Phase(enum.StrEnum):

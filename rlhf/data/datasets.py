@@ -55,7 +55,8 @@ from rlhf.data.ratings import (
 )
 from rlhf.data.run_rows import read_run
 from rlhf.data.v1 import V1Segments
-from rlhf.store import SCALE_META, LabelStore
+from rlhf.store import LabelStore
+from rlhf.store.meta import ENV_ID_META, ENV_KWARGS_META, RUN_NAME_META, SCALE_META, TASK_META
 from rlhf.store.records import pack_segment
 
 FORMAT = "rlhf-preferences"
@@ -64,6 +65,8 @@ REF_COLUMNS = tuple(
     f"{side}_{part}" for side in ("left", "right") for part in ("episode", "start", "length")
 )
 """A pair's segment references by (episode id, start, length), in pairs and labels."""
+CARRIED_META = (RUN_NAME_META, ENV_ID_META, ENV_KWARGS_META, TASK_META, SCALE_META)
+"""The store's meta keys a dataset carries: ``dataset.json`` holds each under the same name."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCount
     rows = read_run(run)
     meta, segments, pairs, labels = rows.meta, rows.segments, rows.pairs, rows.labels
     out.mkdir(parents=True, exist_ok=True)
-    write_segments(out, [s for _, s in segments], meta.get("env_id"), meta.get("env_kwargs"))
+    write_segments(out, [s for _, s in segments], meta.get(ENV_ID_META), meta.get(ENV_KWARGS_META))
     episode = {seg_id: i for i, (seg_id, _) in enumerate(segments)}
     length = {seg_id: len(s) for seg_id, s in segments}
     for pair in pairs:
@@ -125,10 +128,10 @@ def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCount
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
         "rlhf_version": _version(),
-        "run_name": meta.get("run_name", run.name),
-        "env_id": meta.get("env_id"),
-        "env_kwargs": meta.get("env_kwargs", {}),
-        "task": meta.get("task") or None,
+        "run_name": meta.get(RUN_NAME_META, run.name),
+        "env_id": meta.get(ENV_ID_META),
+        "env_kwargs": meta.get(ENV_KWARGS_META, {}),
+        "task": meta.get(TASK_META) or None,
         "rating_scale": meta.get(SCALE_META),
         "counts": counts.__dict__,
         "minari": {"dataset_id": MINARI_ID, "path": f"{MINARI_ROOT}/{MINARI_ID}/data"},
@@ -216,7 +219,7 @@ def import_dataset(dataset: Path, target: Path) -> DatasetCounts:
     ratings = read_rating_rows(dataset)
     store = LabelStore(store_path)
     try:
-        for key in ("run_name", "env_id", "env_kwargs", "task", "rating_scale"):
+        for key in CARRIED_META:
             if info.get(key) is not None:
                 store.set_meta(key, info[key])
         with store._tx() as con:  # one transaction: a failed import leaves no rows behind

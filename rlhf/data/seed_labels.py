@@ -20,14 +20,14 @@ from typing import Any
 from rlhf.config import Config, ConfigError, flag
 from rlhf.core.types import Segment
 from rlhf.store import RATING, LabelStore
+from rlhf.store.meta import ENV_ID_META, LABELS_FROM_META
 
 IMPORT_SOURCE = "import"
-META_KEY = "labels_from"
 
 
 def imported_pairs(store: LabelStore) -> int:
     """Pairs in ``store`` that were copied from ``--labels-from`` (not asked in this run)."""
-    return int(store.get_meta(META_KEY, {}).get("pairs", 0))
+    return int(store.get_meta(LABELS_FROM_META, {}).get("pairs", 0))
 
 
 def _source(path: Path) -> tuple[str | None, set[int]]:
@@ -38,7 +38,7 @@ def _source(path: Path) -> tuple[str | None, set[int]]:
 
     if (path / "labels.sqlite").is_file():
         rows = read_run(path)
-        return rows.meta.get("env_id"), {r["levels"] for r in rows.ratings}
+        return rows.meta.get(ENV_ID_META), {r["levels"] for r in rows.ratings}
     if (path / "dataset.json").is_file():
         levels = {r["levels"] for r in read_rating_rows(path)}
         return read_info(path).get("env_id"), levels
@@ -88,7 +88,7 @@ def _read(path: Path) -> tuple[dict[int, Segment], Rows, Rows, Rows]:
 def seed_labels(store: LabelStore, path: Path, env_id: str, levels: int | None = None) -> int:
     """Copy the labels and ratings of ``path`` into ``store`` once; returns the answers copied
     (0 if done before)."""
-    if store.get_meta(META_KEY) is not None:
+    if store.get_meta(LABELS_FROM_META) is not None:
         return 0
     check_labels_source(path, env_id, levels)
     segments, pairs, labels, ratings = _read(path)
@@ -121,7 +121,9 @@ def seed_labels(store: LabelStore, path: Path, env_id: str, levels: int | None =
             _copy_answer(con, "ratings", ("grade", "levels"), rating, cur.lastrowid)
         copied = len(labels) + len(ratings)
         record = {"path": str(path), "pairs": copied, "ratings": len(ratings), "at": time.time()}
-        con.execute("INSERT INTO meta(key, value) VALUES(?, ?)", (META_KEY, json.dumps(record)))
+        con.execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?)", (LABELS_FROM_META, json.dumps(record))
+        )
     return copied
 
 

@@ -2,7 +2,6 @@
 
 from rlhf.envs.goals import FlatGoalObservation, goal_size, is_goal_space
 from rlhf.envs.make import (
-    ENV_KWARGS_META,
     EnvError,
     EnvInfo,
     check_env_id,
@@ -16,7 +15,6 @@ from rlhf.envs.wrappers import ENDED, FixedHorizon
 
 __all__ = [
     "ENDED",
-    "ENV_KWARGS_META",
     "EnvError",
     "EnvInfo",
     "FixedHorizon",

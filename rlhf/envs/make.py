@@ -52,10 +52,6 @@ def quiet_mujoco_warnings() -> None:
 quiet_mujoco_warnings()
 
 
-ENV_KWARGS_META = "env_kwargs"
-"""Store meta key with a run's env keyword arguments, so the render worker makes the same env."""
-
-
 class EnvError(ConfigError):
     """The environment id, its arguments or its spaces cannot be used; the message is one line."""
 

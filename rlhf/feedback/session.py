@@ -20,10 +20,11 @@ from types import TracebackType
 
 from rlhf.config import VideoConfig, WebConfig
 from rlhf.core.shell import program, short_path
-from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
+from rlhf.core.status import Phase, TrainerStatus
 from rlhf.render.worker import RenderWorker
 from rlhf.server import ServerHandle, serve_in_thread
 from rlhf.store import LabelStore
+from rlhf.store.meta import STATUS_META
 
 LABELS_FILE = "labels.sqlite"
 VIDEOS_DIR = "videos"
@@ -171,12 +172,12 @@ def labels_hint(run_root: Path) -> int | None:
 
 def mark_no_trainer(store: LabelStore) -> None:
     """Say on the page that no trainer is running, unless the stored status already ended."""
-    status = TrainerStatus.from_json(store.get_meta(STATUS_KEY))
+    status = TrainerStatus.from_json(store.get_meta(STATUS_META))
     if status is not None and status.phase.ended:
         return
     status = status or TrainerStatus(Phase.NO_TRAINER)
     store.set_meta(
-        STATUS_KEY, status.with_(phase=Phase.NO_TRAINER, message=NO_TRAINER_MESSAGE).to_json()
+        STATUS_META, status.with_(phase=Phase.NO_TRAINER, message=NO_TRAINER_MESSAGE).to_json()
     )
 
 

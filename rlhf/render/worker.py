@@ -21,16 +21,13 @@ from pathlib import Path
 from types import TracebackType
 
 from rlhf.config import VideoConfig
-from rlhf.envs.make import ENV_KWARGS_META
 from rlhf.render.errors import one_line
 from rlhf.render.gl import _settle_gl_backend, probe_gl_backend, select_gl_backend
 from rlhf.render.video import Renderer, render_clip_video, render_pair_video
 from rlhf.store import RATING, VIDEO_FAILED, VIDEO_PENDING, VIDEO_READY, LabelStore, PairRecord
+from rlhf.store.meta import ENV_KWARGS_META, RENDER_WORKER_META
 
 log = logging.getLogger(__name__)
-
-META_KEY = "render_worker"
-"""Store meta key where the worker reports its pid and GL backend (for status displays)."""
 
 __all__ = ["RenderWorker", "pool_size", "probe_gl_backend", "render_round", "select_gl_backend"]
 
@@ -127,7 +124,9 @@ def _worker_main(
 
     try:
         if index == 0:
-            store.set_meta(META_KEY, {"pid": os.getpid(), "gl": note, "started_at": time.time()})
+            store.set_meta(
+                RENDER_WORKER_META, {"pid": os.getpid(), "gl": note, "started_at": time.time()}
+            )
         while not should_stop():
             try:
                 # One pair per claim: the pool's processes render different pairs side by side.

@@ -16,11 +16,10 @@ from rlhf.config import Config
 from rlhf.core.types import Segment
 from rlhf.run.logger import Logger
 from rlhf.store import LabelStore
+from rlhf.store.meta import CLIP_WARNED_META
 from rlhf.store.policy import CurvePoint
 
 TB_TAG = "videos/policy"
-WARNED_META = "policy_clip_warned"
-"""Store meta key set once the run has said its policy clips cannot be drawn."""
 
 
 def show(
@@ -60,9 +59,9 @@ def show_last(cfg: Config, store: LabelStore, logger: Logger, clips_logged: int)
 def warn_failed_clip(logger: Logger, store: LabelStore) -> None:
     """One line, once per run, the first time a policy clip could not be drawn (e.g. no GL)."""
     error = store.policy_clip_error()
-    if error is None or store.get_meta(WARNED_META):
+    if error is None or store.get_meta(CLIP_WARNED_META):
         return
-    store.set_meta(WARNED_META, True)
+    store.set_meta(CLIP_WARNED_META, True)
     logger.message(
         f"warning: policy clips cannot be drawn for TensorBoard ({error}); training goes on"
     )

@@ -18,7 +18,6 @@ import torch
 from rlhf.config import Config
 from rlhf.core.types import Pair, Preference, Rating, Segment
 from rlhf.data.seed_labels import rating_levels, seed_labels
-from rlhf.envs import ENV_KWARGS_META
 from rlhf.envs.goals import GOAL_TASK
 from rlhf.feedback.sources import FeedbackSource, HumanSource, SyntheticSource
 from rlhf.queries.segments import SegmentPool
@@ -26,7 +25,8 @@ from rlhf.queries.select import QuerySchedule
 from rlhf.reward.learner import RewardLearner
 from rlhf.run.preflight import RunPlan
 from rlhf.run.run_dir import RunDir
-from rlhf.store import SCALE_META, LabelStore
+from rlhf.store import LabelStore
+from rlhf.store.meta import ENV_ID_META, ENV_KWARGS_META, RUN_NAME_META, SCALE_META, TASK_META
 
 
 @dataclass
@@ -78,10 +78,10 @@ def open_preferences(
     caller closes it through ``feedback.close``.
     """
     store = LabelStore(run_dir.labels)
-    store.set_meta("run_name", run_dir.name)
-    store.set_meta("env_id", cfg.env_id)
+    store.set_meta(RUN_NAME_META, run_dir.name)
+    store.set_meta(ENV_ID_META, cfg.env_id)
     # What the person is asked to teach, shown on the page (a goal env says what its marker is).
-    store.set_meta("task", cfg.task or (GOAL_TASK if plan.env.goal_size else ""))
+    store.set_meta(TASK_META, cfg.task or (GOAL_TASK if plan.env.goal_size else ""))
     store.set_meta(ENV_KWARGS_META, cfg.env_kwargs_dict())  # the renderer makes the same env
     if cfg.labels_from is not None:  # once: a resumed run finds them in its store
         copied = seed_labels(store, Path(cfg.labels_from), cfg.env_id, rating_levels(cfg))

@@ -23,7 +23,7 @@ from rlhf.agent.replay import ENV_REWARD, ReplayBuffer
 from rlhf.agent.rollout import ObsNormalizer
 from rlhf.agent.sac_learner import SACLearner
 from rlhf.config import Config, ConfigError
-from rlhf.core.status import STATUS_KEY, Phase
+from rlhf.core.status import Phase
 from rlhf.data.seed_labels import imported_pairs
 from rlhf.envs import make_env, make_vec_env
 from rlhf.envs.goals import goal_reward_fn
@@ -35,6 +35,7 @@ from rlhf.run.preferences import Preferences, open_preferences
 from rlhf.run.preflight import RunPlan
 from rlhf.run.report import trainer_status
 from rlhf.run.run_dir import RunDir
+from rlhf.store.meta import STATUS_META
 
 RewardFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(raw obs (B, obs_dim), applied actions (B, act_dim)) -> rewards (B,)."""
@@ -89,7 +90,7 @@ def publish(t: Trainer, phase: Phase, message: str, **extra: object) -> None:
         labels_used = t.prefs.reward.fitted_on
         extra.setdefault("eta_seconds", eta_seconds(t))
         status = trainer_status(t.cfg, t.progress, labels_used, phase, message, **extra)  # type: ignore[arg-type]
-        t.prefs.store.set_meta(STATUS_KEY, status.to_json())
+        t.prefs.store.set_meta(STATUS_META, status.to_json())
 
 
 def eta_seconds(t: Trainer) -> float | None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
+from rlhf.core.status import Phase, TrainerStatus
 from rlhf.data.seed_labels import imported_pairs
 from rlhf.server.named import labeller_name, labellers_payload
 from rlhf.server.state import ServerState
-from rlhf.store import RATING, SCALE_META, LabelStore, PairRecord
+from rlhf.store import RATING, LabelStore, PairRecord
+from rlhf.store.meta import ENV_ID_META, RUN_NAME_META, SCALE_META, STATUS_META, TASK_META
 
 ENDED_REASONS = {
     Phase.FINISHED: "Training has finished: there is nothing left to label. Thank you!",
@@ -50,7 +51,7 @@ def status_payload(state: ServerState) -> dict[str, Any]:
     """
     store = state.store
     counts = store.counts()
-    trainer = TrainerStatus.from_json(store.get_meta(STATUS_KEY))
+    trainer = TrainerStatus.from_json(store.get_meta(STATUS_META))
     hint = state.total_labels_hint
     # 0 means the trainer has not said (or asked) yet: then the run's configured total says more.
     # Its figure is as old as its last status update, while every stored pair has been requested
@@ -91,9 +92,9 @@ def status_payload(state: ServerState) -> dict[str, Any]:
         "resume_command": None if trainer is None else trainer.resume_command,
         "closing": state.closing,
         "watch_command": state.watch_command,
-        "run_name": _str_meta(store, "run_name"),
-        "env_id": _str_meta(store, "env_id"),
-        "task": _str_meta(store, "task"),
+        "run_name": _str_meta(store, RUN_NAME_META),
+        "env_id": _str_meta(store, ENV_ID_META),
+        "task": _str_meta(store, TASK_META),
         "labeller": labeller_name(state),
         "labellers": labellers_payload(state, labeller_name(state)),
     }

@@ -23,12 +23,13 @@ from waitress.channel import HTTPChannel
 from waitress.server import create_server
 
 from rlhf.config import WebConfig
-from rlhf.core.labellers import TOKENS_META, labeller_names, labeller_tokens
+from rlhf.core.labellers import labeller_names, labeller_tokens
 from rlhf.server.access import is_loopback
 from rlhf.server.app import create_app
 from rlhf.server.state import ServerState
 from rlhf.server.wire import use_json_errors
 from rlhf.store import LabelStore
+from rlhf.store.meta import TOKENS_META
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,8 @@ applies the migrations it lacks, and a file from a newer rlhf is refused.
 
 from rlhf.store.errors import io_error_line
 from rlhf.store.label_store import LabelStore
-from rlhf.store.ratings import RATING, SCALE_META
+from rlhf.store.meta import SCALE_META
+from rlhf.store.ratings import RATING
 from rlhf.store.records import (
     MAX_ROW_ID,
     VIDEO_FAILED,

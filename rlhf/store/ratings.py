@@ -29,8 +29,6 @@ from rlhf.store.records import (
 
 RATING = "rating"
 """``pairs.kind`` of a clip to grade."""
-SCALE_META = "rating_scale"
-"""Meta key: the grade scale, {"levels": K, "names": [...]}, for the page."""
 
 
 class RatingWriter(LabelWriter):

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from rlhf.store.connection import StoreConnections
+from rlhf.store.meta import RETIRE_META
 from rlhf.store.records import (
     VIDEO_FAILED,
     VIDEO_PENDING,
@@ -19,12 +20,9 @@ from rlhf.store.records import (
     pair_record,
 )
 
-RETIRE_KEY = "retire_before_iteration"
-"""Meta key: unlabelled pairs asked for before this PPO iteration are retired (never handed out)."""
-
 LIVE = (
     "iteration >= (SELECT COALESCE(MAX(CAST(value AS INTEGER)), 0) FROM meta"
-    f" WHERE key='{RETIRE_KEY}')"
+    f" WHERE key='{RETIRE_META}')"
 )
 """SQL condition on ``pairs``: not retired. Retirement is one threshold in ``meta``, as iterations
 only grow: a pair asked for long ago judges a policy that no longer exists."""
@@ -92,7 +90,7 @@ class VideoQueue(StoreConnections):
             con.execute(
                 "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET"
                 " value=MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
-                (RETIRE_KEY, str(int(iteration))),
+                (RETIRE_META, str(int(iteration))),
             )
             return self._retired(con) - before
 
