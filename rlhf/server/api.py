@@ -1,7 +1,9 @@
 """The JSON API blueprint: the next pair, answers (idempotent by pair id), undo, status, videos.
 
 Every answer is written durably before the reply, so a label the page saw acknowledged survives
-any crash, and the page may re-send whenever it is unsure whether one arrived.
+any crash, and the page may re-send whenever it is unsure whether one arrived. What the store
+refuses (an unknown pair, a conflicting answer...) is answered by the app's handler for store
+errors (``app.py``), the same for every route.
 """
 
 from __future__ import annotations
@@ -30,15 +32,7 @@ from rlhf.server.payloads import (
     waiting,
 )
 from rlhf.server.state import ApiError, ServerState, server_state
-from rlhf.store import (
-    MAX_ROW_ID,
-    VIDEO_READY,
-    LabelConflict,
-    PairNotShown,
-    RatingRecord,
-    UnknownPair,
-    WrongKind,
-)
+from rlhf.store import MAX_ROW_ID, VIDEO_READY, RatingRecord
 
 # ASCII digits only: str.isdigit() and int() also take other scripts' digits, and "²" passes
 # the one but not the other.
@@ -175,25 +169,12 @@ def api_label() -> Response:
     pair_id, answer, response_ms = _parse_label(body)
     if "grade" in body:
         return _rate(state, pair_id, body["grade"], response_ms)
-    try:
-        if state.labellers is not None:
-            new = label_as(state, pair_id, answer, response_ms, labeller() or "")
-        else:
-            new = state.store.add_label(
-                pair_id, answer, source="human", labeller=labeller(), response_ms=response_ms
-            )
-    except WrongKind:
-        raise ApiError(409, "wrong_kind", f"Query {pair_id} asks for a grade.") from None
-    except UnknownPair:
-        raise ApiError(404, "unknown_pair", f"There is no pair {pair_id}.") from None
-    except PairNotShown:
-        raise ApiError(
-            409, "not_shown", f"Pair {pair_id} has not been shown: its video was never ready."
-        ) from None
-    except LabelConflict:
-        raise ApiError(
-            409, "conflict", f"Pair {pair_id} already has a different answer; it was kept."
-        ) from None
+    if state.labellers is not None:
+        new = label_as(state, pair_id, answer, response_ms, labeller() or "")
+    else:
+        new = state.store.add_label(
+            pair_id, answer, source="human", labeller=labeller(), response_ms=response_ms
+        )
     state.leases.release(pair_id)
     return jsonify(
         {
@@ -215,24 +196,13 @@ def _rate(state: ServerState, query_id: int, grade: object, response_ms: int | N
         raise ApiError(
             422, "bad_grade", f"grade must be an integer from 0 to {levels - 1}, or null."
         )
-    try:
-        new = state.store.add_rating(
-            query_id,
-            grade,
-            levels,
-            labeller=labeller(),
-            response_ms=response_ms,  # type: ignore[arg-type]
-        )
-    except WrongKind:
-        raise ApiError(409, "wrong_kind", f"Query {query_id} is a pair: send an answer.") from None
-    except UnknownPair:
-        raise ApiError(404, "unknown_pair", f"There is no clip {query_id}.") from None
-    except PairNotShown:
-        raise ApiError(409, "not_shown", f"Clip {query_id} has not been shown.") from None
-    except LabelConflict:
-        raise ApiError(
-            409, "conflict", f"Clip {query_id} already has a different grade; it was kept."
-        ) from None
+    new = state.store.add_rating(
+        query_id,
+        grade,
+        levels,
+        labeller=labeller(),
+        response_ms=response_ms,  # type: ignore[arg-type]
+    )
     state.leases.release(query_id)
     return jsonify(
         {
@@ -282,10 +252,7 @@ def api_undo() -> Response:
 
 def _video_file(state: ServerState, pair_id: int) -> Path:
     """The pair's video, found through the store and only ever inside ``videos_dir``."""
-    try:
-        rec = state.store.get_pair_record(pair_id)
-    except UnknownPair:
-        raise ApiError(404, "unknown_pair", f"There is no pair {pair_id}.") from None
+    rec = state.store.get_pair_record(pair_id)
     if rec.video_status != VIDEO_READY:
         raise ApiError(404, "video_not_ready", f"The video of pair {pair_id} is not ready.")
     root = state.videos_dir.resolve()

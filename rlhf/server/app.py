@@ -17,7 +17,14 @@ from rlhf.server.api import bp
 from rlhf.server.leases import LEASE_SECONDS, Leases
 from rlhf.server.pages import Pages
 from rlhf.server.state import ApiError, ServerState
-from rlhf.store import LabelStore
+from rlhf.store import (
+    LabelConflict,
+    LabelStore,
+    PairNotShown,
+    QueryError,
+    UnknownPair,
+    WrongKind,
+)
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +41,29 @@ PAGE_FILES = (
     "status.js",
     "style.css",
 )
+STORE_ERRORS: dict[type[QueryError], tuple[int, str, str, str]] = {
+    UnknownPair: (404, "unknown_pair", "There is no pair {id}.", "There is no clip {id}."),
+    WrongKind: (
+        409,
+        "wrong_kind",
+        "Query {id} asks for a grade.",
+        "Query {id} is a pair: send an answer.",
+    ),
+    PairNotShown: (
+        409,
+        "not_shown",
+        "Pair {id} has not been shown: its video was never ready.",
+        "Clip {id} has not been shown.",
+    ),
+    LabelConflict: (
+        409,
+        "conflict",
+        "Pair {id} already has a different answer; it was kept.",
+        "Clip {id} already has a different grade; it was kept.",
+    ),
+}
+"""Each store error -> (status, error code, the message about a pair, about a clip to grade): the
+one place a store refusal becomes an API error, for every route."""
 
 
 def web_dir() -> Path:
@@ -107,6 +137,8 @@ def create_app(
 
     app.register_blueprint(bp)
     app.register_error_handler(ApiError, _api_error)
+    for store_error in STORE_ERRORS:
+        app.register_error_handler(store_error, _store_error)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(sqlite3.OperationalError, _db_busy)
     app.register_error_handler(Exception, _unexpected_error)
@@ -121,6 +153,12 @@ def _error_response(status: int, code: str, message: str, **extra: Any) -> Respo
 
 def _api_error(err: ApiError) -> Response:
     return _error_response(err.status, err.code, err.message, **err.extra)
+
+
+def _store_error(err: QueryError) -> Response:
+    status, code, about_pair, about_clip = STORE_ERRORS[type(err)]
+    message = about_clip if err.rating else about_pair
+    return _error_response(status, code, message.format(id=err.query_id))
 
 
 def _http_error(err: HTTPException) -> Response:

@@ -4,6 +4,7 @@ Each labeller labels pairs nobody has labelled; a pair chosen for overlap (``--o
 another labeller answered is shown to one more labeller, whose answer is kept as a second
 opinion. Nobody sees or changes another's answer: a label sent for a pair someone else
 answered is refused without saying what they answered, and undo takes back only one's own.
+What the store refuses is answered by the app's handler for store errors (``app.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from flask import g
 from rlhf.core.labellers import shows_twice
 from rlhf.core.types import Answer
 from rlhf.server.state import ApiError, ServerState
-from rlhf.store import LabelConflict, PairNotShown, PairRecord, UnknownPair
+from rlhf.store import LabelConflict, PairRecord
 from rlhf.store.opinions import NOT_LABELLED
 
 
@@ -44,22 +45,11 @@ def label_as(
         if new is not None and state.store.label_owner(pair_id) == who:
             return new
         owner = state.store.label_owner(pair_id)
-        if owner == who:
-            raise ApiError(
-                409, "conflict", f"Pair {pair_id} already has a different answer; it was kept."
-            )
+        if owner == who:  # a different answer of one's own: the store's conflict, said as such
+            raise LabelConflict(pair_id)
     if not shows_twice(pair_id, state.overlap):
         raise ApiError(409, "taken", f"Another labeller has answered pair {pair_id}.")
-    try:
-        return state.store.add_opinion(pair_id, who, answer, response_ms)
-    except UnknownPair:
-        raise ApiError(404, "unknown_pair", f"There is no pair {pair_id}.") from None
-    except PairNotShown:
-        raise ApiError(409, "not_shown", f"Pair {pair_id} has not been shown.") from None
-    except LabelConflict:
-        raise ApiError(
-            409, "conflict", f"Pair {pair_id} already has a different answer; it was kept."
-        ) from None
+    return state.store.add_opinion(pair_id, who, answer, response_ms)
 
 
 def labeller_name(state: ServerState) -> str | None:

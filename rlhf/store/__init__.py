@@ -7,7 +7,14 @@ be acknowledged safely. The file carries its schema version (``PRAGMA user_versi
 applies the migrations it lacks, and a file from a newer rlhf is refused.
 """
 
-from rlhf.store.errors import io_error_line
+from rlhf.store.errors import (
+    LabelConflict,
+    PairNotShown,
+    QueryError,
+    UnknownPair,
+    WrongKind,
+    io_error_line,
+)
 from rlhf.store.label_store import LabelStore
 from rlhf.store.meta import SCALE_META
 from rlhf.store.ratings import RATING
@@ -17,14 +24,10 @@ from rlhf.store.records import (
     VIDEO_PENDING,
     VIDEO_READY,
     VIDEO_RENDERING,
-    LabelConflict,
     LabelRecord,
-    PairNotShown,
     PairRecord,
     RatingRecord,
     StoreCounts,
-    UnknownPair,
-    WrongKind,
     is_row_id,
 )
 from rlhf.store.schema import LATEST_VERSION, MIGRATIONS, StoreVersionError
@@ -44,6 +47,7 @@ __all__ = [
     "LabelStore",
     "PairNotShown",
     "PairRecord",
+    "QueryError",
     "RatingRecord",
     "StoreCounts",
     "StoreVersionError",

@@ -1,7 +1,12 @@
-"""One line for a run that cannot write its files: a full disk, a read-only run directory.
+"""The store's errors: what it refuses about one query, and one line for files it cannot write.
 
-The label store survives both (SQLite commits whole transactions or nothing, and checkpoints are
-replaced atomically); what the person needs is what failed and the likely reason, not a traceback.
+A refused query (:class:`QueryError`: an unknown id, the wrong kind of answer, a video never shown,
+a different answer already stored) says which query it was about and whether the refused request
+was a grade; the web API turns each class into its JSON reply in one place (``server/app.py``).
+
+A full disk or a read-only run directory: the label store survives both (SQLite commits whole
+transactions or nothing, and checkpoints are replaced atomically); what the person needs is what
+failed and the likely reason, not a traceback (:func:`io_error_line`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,37 @@ _READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}
 _SQLITE_FULL = ("disk i/o error", "database or disk is full")
 _SQLITE_READ_ONLY = ("readonly database", "unable to open database file")
 KEPT = "every label stored before it is kept"
+
+
+class QueryError(Exception):
+    """The store refuses a request about one query (a pair to compare, or a clip to grade).
+
+    Attributes:
+        query_id: the pair or clip the request named.
+        rating: True when the refused request was a grade for a clip (``add_rating``), False for
+            a preference or a second opinion (``add_label``, ``add_opinion``) or a look-up.
+    """
+
+    def __init__(self, query_id: object, detail: str | None = None, *, rating: bool = False):
+        super().__init__(query_id if detail is None else detail)
+        self.query_id = query_id
+        self.rating = rating
+
+
+class LabelConflict(QueryError):
+    """A pair already carries a different answer (a clip a different grade)."""
+
+
+class UnknownPair(QueryError, KeyError):
+    """No pair (or clip) with this id exists."""
+
+
+class WrongKind(QueryError):
+    """A pair was answered with a grade, or a clip to rate with a preference."""
+
+
+class PairNotShown(QueryError):
+    """The pair's video was never ready, so nobody can have watched it: a label would be a guess."""
 
 
 def io_error_line(exc: OSError | sqlite3.Error) -> str:

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from rlhf.core.types import Answer, LabelMeta, Pair, Preference, Rating, Segment
+from rlhf.store.errors import UnknownPair
 from rlhf.store.opinions import OpinionStore
 from rlhf.store.policy import PolicyStore
 from rlhf.store.ratings import RatingWriter
@@ -18,7 +19,6 @@ from rlhf.store.records import (
     VIDEO_RENDERING,
     PairRecord,
     StoreCounts,
-    UnknownPair,
     is_row_id,
     pack_segment,
     pair_record,

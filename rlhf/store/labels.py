@@ -18,13 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from rlhf.core.types import Answer
+from rlhf.store.errors import LabelConflict, PairNotShown, UnknownPair, WrongKind
 from rlhf.store.records import (
     VIDEO_READY,
-    LabelConflict,
     LabelRecord,
-    PairNotShown,
-    UnknownPair,
-    WrongKind,
     is_row_id,
     label_record,
 )
@@ -125,14 +122,16 @@ class LabelWriter(VideoQueue):
         if pair is None:
             raise UnknownPair(pair_id)
         if pair["kind"] != "pair":
-            raise WrongKind(f"query {pair_id} asks for a grade, not a preference")
+            raise WrongKind(pair_id, f"query {pair_id} asks for a grade, not a preference")
         if pair["video_status"] != VIDEO_READY:  # 'ready' is final: it never goes back
-            raise PairNotShown(f"pair {pair_id} was never shown (video {pair['video_status']})")
+            raise PairNotShown(
+                pair_id, f"pair {pair_id} was never shown (video {pair['video_status']})"
+            )
         row = con.execute("SELECT answer FROM labels WHERE pair_id=?", (pair_id,)).fetchone()
         if row is not None:
             if row["answer"] == answer.value:
                 return False
-            raise LabelConflict(f"pair {pair_id} is already labelled {row['answer']!r}")
+            raise LabelConflict(pair_id, f"pair {pair_id} is already labelled {row['answer']!r}")
         con.execute(
             "INSERT INTO labels(pair_id, answer, source, labeller, response_ms, created_at)"
             " VALUES(?, ?, ?, ?, ?, ?)",

@@ -15,12 +15,10 @@ from typing import Any
 
 from rlhf.core.types import Answer
 from rlhf.store.connection import StoreConnections
+from rlhf.store.errors import LabelConflict, PairNotShown, UnknownPair
 from rlhf.store.records import (
     VIDEO_READY,
-    LabelConflict,
-    PairNotShown,
     PairRecord,
-    UnknownPair,
     is_row_id,
     pair_record,
 )
@@ -76,14 +74,16 @@ class OpinionStore(StoreConnections):
             if pair is None:
                 raise UnknownPair(pair_id)
             if pair["video_status"] != VIDEO_READY:
-                raise PairNotShown(f"pair {pair_id} was never shown")
+                raise PairNotShown(pair_id, f"pair {pair_id} was never shown")
             row = con.execute(
                 "SELECT answer FROM opinions WHERE pair_id=? AND labeller=?", (pair_id, labeller)
             ).fetchone()
             if row is not None:
                 if row["answer"] == Answer(answer).value:
                     return False
-                raise LabelConflict(f"pair {pair_id} already has your answer {row['answer']!r}")
+                raise LabelConflict(
+                    pair_id, f"pair {pair_id} already has your answer {row['answer']!r}"
+                )
             con.execute(
                 "INSERT INTO opinions(pair_id, labeller, answer, response_ms, created_at)"
                 " VALUES(?, ?, ?, ?, ?)",

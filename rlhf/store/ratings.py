@@ -13,15 +13,12 @@ import time
 from typing import Any
 
 from rlhf.core.types import Segment
+from rlhf.store.errors import LabelConflict, PairNotShown, UnknownPair, WrongKind
 from rlhf.store.labels import LabelWriter, _PendingLabel
 from rlhf.store.records import (
     VIDEO_READY,
-    LabelConflict,
     LabelRecord,
-    PairNotShown,
     RatingRecord,
-    UnknownPair,
-    WrongKind,
     is_row_id,
     label_record,
     rating_record,
@@ -94,7 +91,7 @@ class RatingWriter(LabelWriter):
             ValueError: the grade is not on the scale.
         """
         if not is_row_id(query_id):
-            raise UnknownPair(query_id)
+            raise UnknownPair(query_id, rating=True)
         args = (query_id, _checked_grade(grade, levels), levels, source, labeller, response_ms)
         return self._group_commit(_PendingLabel(args, self._insert_rating))
 
@@ -110,16 +107,26 @@ class RatingWriter(LabelWriter):
     ) -> bool:
         row = con.execute("SELECT video_status, kind FROM pairs WHERE id=?", (query_id,)).fetchone()
         if row is None:
-            raise UnknownPair(query_id)
+            raise UnknownPair(query_id, rating=True)
         if row["kind"] != RATING:
-            raise WrongKind(f"query {query_id} is a pair: it takes a preference, not a grade")
+            raise WrongKind(
+                query_id,
+                f"query {query_id} is a pair: it takes a preference, not a grade",
+                rating=True,
+            )
         if row["video_status"] != VIDEO_READY:
-            raise PairNotShown(f"clip {query_id} was never shown (video {row['video_status']})")
+            raise PairNotShown(
+                query_id,
+                f"clip {query_id} was never shown (video {row['video_status']})",
+                rating=True,
+            )
         old = con.execute("SELECT grade FROM ratings WHERE pair_id=?", (query_id,)).fetchone()
         if old is not None:
             if old["grade"] == grade:
                 return False
-            raise LabelConflict(f"clip {query_id} is already graded {old['grade']!r}")
+            raise LabelConflict(
+                query_id, f"clip {query_id} is already graded {old['grade']!r}", rating=True
+            )
         con.execute(
             "INSERT INTO ratings(pair_id, grade, levels, source, labeller, response_ms,"
             " created_at) VALUES(?, ?, ?, ?, ?, ?, ?)",

@@ -1,4 +1,4 @@
-"""What the store hands out: row records, progress counts, errors, and the segment packing format."""
+"""What the store hands out: row records, progress counts, and the segment packing format."""
 
 from __future__ import annotations
 
@@ -17,22 +17,6 @@ VIDEO_FAILED = "failed"
 
 MAX_ROW_ID = 2**63 - 1
 """The largest id SQLite can store: a larger Python int cannot even be bound as a parameter."""
-
-
-class LabelConflict(Exception):
-    """A pair already carries a different answer."""
-
-
-class UnknownPair(KeyError):
-    """No pair with this id exists."""
-
-
-class WrongKind(Exception):
-    """A pair was answered with a grade, or a clip to rate with a preference."""
-
-
-class PairNotShown(Exception):
-    """The pair's video was never ready, so nobody can have watched it: a label would be a guess."""
 
 
 def is_row_id(value: object) -> bool:
