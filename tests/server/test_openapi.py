@@ -1,7 +1,8 @@
 """The OpenAPI document at /api/openapi.json tells the truth: valid, complete, and what the server does.
 
 Three checks keep it true: it is a valid OpenAPI 3.1 document; it lists exactly the app's API
-routes and methods; and a whole labelling session (every endpoint, its successes and its errors)
+routes and methods (both ways, read from app.url_map), with each route's path parameters and
+their bounds; and a whole labelling session (every endpoint, its successes and its errors)
 gets only documented status codes with bodies that match the documented schemas. test_fuzz.py
 then throws schemathesis' generated requests at it.
 """
@@ -16,12 +17,13 @@ import schemathesis
 from flask import Flask
 from flask.testing import FlaskClient
 from schemathesis.openapi.checks import JsonSchemaError
+from werkzeug.routing import IntegerConverter, Rule
 
 from rlhf.server.openapi import openapi_document
 from rlhf.store import LabelStore
 
 Run = tuple[LabelStore, Path]
-PAGE_ROUTES = {"/", "/static/<path:filename>"}  # the page itself, not the JSON API
+PAGE_ROUTES = ("/", "/static/<path:filename>")  # the page itself, not the JSON API
 
 
 def _conforms(client: FlaskClient, method: str, url: str, **kw) -> int:
@@ -45,17 +47,53 @@ def test_the_document_is_valid_openapi_and_served(client: FlaskClient) -> None:
     assert resp.status_code == 200 and resp.get_json() == openapi_document()
 
 
+def _template(rule: Rule) -> str:
+    """A Flask rule as an OpenAPI path: ``/videos/<int(min=1):pair_id>.mp4`` -> ``/videos/{pair_id}.mp4``."""
+    return re.sub(r"<(?:[a-z]+(?:\([^)]*\))?:)?([a-z_]+)>", r"{\1}", rule.rule)
+
+
+def _methods(rule: Rule) -> set[str]:
+    return {m.lower() for m in rule.methods or () if m not in ("HEAD", "OPTIONS")}
+
+
+def _api_rules(app: Flask) -> list[Rule]:
+    """The app's routes but the page's own, which stay out of the document only while they are
+    what they are (GET of the page and of its static files)."""
+    rules = list(app.url_map.iter_rules())
+    page = {rule.rule: _methods(rule) for rule in rules if rule.rule in PAGE_ROUTES}
+    assert page == {path: {"get"} for path in PAGE_ROUTES}
+    return [rule for rule in rules if rule.rule not in PAGE_ROUTES]
+
+
 def test_every_api_route_and_method_is_documented_and_nothing_else(app: Flask) -> None:
-    served = set()
-    for rule in app.url_map.iter_rules():
-        if rule.rule in PAGE_ROUTES:
-            continue
-        path = re.sub(r"<(?:[a-z]+(?:\([^)]*\))?:)?([a-z_]+)>", r"{\1}", rule.rule)
-        served |= {(path, m.lower()) for m in rule.methods or () if m not in ("HEAD", "OPTIONS")}
+    """Both ways: each route the app serves (app.url_map, but the page) with each of its methods
+    is in the document, and each documented path and method is a route."""
+    served = {(_template(rule), m) for rule in _api_rules(app) for m in _methods(rule)}
     documented = {
         (path, method) for path, item in openapi_document()["paths"].items() for method in item
     }
+    assert not served - documented, "served but not documented"
+    assert not documented - served, "documented but not served"
     assert served == documented
+
+
+def test_every_path_parameter_is_the_routes_own(app: Flask) -> None:
+    """A documented path parameter has the route variable's name and its converter's bounds."""
+    paths = openapi_document()["paths"]
+    for rule in _api_rules(app):
+        for method in _methods(rule):
+            params = paths[_template(rule)][method].get("parameters", [])
+            documented = {p["name"]: p for p in params if p["in"] == "path"}
+            assert set(documented) == set(rule.arguments), (rule.rule, method)
+            for name, converter in rule._converters.items():
+                assert documented[name]["required"] is True
+                schema = documented[name]["schema"]
+                if isinstance(converter, IntegerConverter):
+                    assert schema["type"] == "integer", (rule.rule, name)
+                    assert (schema.get("minimum"), schema.get("maximum")) == (
+                        converter.min,
+                        converter.max,
+                    ), (rule.rule, name)
 
 
 def test_a_labelling_session_gets_only_documented_answers(app: Flask, web_run: Run) -> None:
