@@ -116,6 +116,6 @@ def client(app: Flask) -> FlaskClient:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from tests.toy_env import register
+    from tests.support.toy_env import register
 
     register()

@@ -72,7 +72,9 @@ def test_a_goal_env_without_gymnasium_robotics_says_how_to_install_the_goals_ext
     """The real path: gymnasium-robotics is not installed, so its ids are unknown to gymnasium;
     the refusal names the extra and the project's own setup script, not "unknown id"."""
     if importlib.util.find_spec("gymnasium_robotics") is not None:
-        pytest.skip("gymnasium-robotics is installed (tests/test_tasks.py simulates its absence)")
+        pytest.skip(
+            "gymnasium-robotics is installed (tests/envs/test_tasks.py simulates its absence)"
+        )
     result = _rlhf("train", "--env-id", "PointMaze_UMaze-v3", cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip() and "WARNING" not in line]

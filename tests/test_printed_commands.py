@@ -28,7 +28,7 @@ from rlhf.feedback.session import watch_command
 from rlhf.run.runner import run
 from rlhf.server import create_app
 from rlhf.store import LabelStore
-from tests.helpers import tb_scalars
+from tests.support.helpers import tb_scalars
 
 BARE_PATH = "/usr/local/bin:/usr/bin:/bin"
 """A login shell's PATH: the system's programs, not the venv's."""

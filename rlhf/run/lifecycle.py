@@ -1,4 +1,4 @@
-"""A run's life around the loop: stop requests, checkpoint timing, progress counters, the summary.
+"""The bookkeeping of a run: stop requests, checkpoint timing, progress counters, the summary.
 
 Nothing here knows PPO or the reward model; :mod:`rlhf.run.loop` puts the pieces together.
 """

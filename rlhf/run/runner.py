@@ -1,4 +1,4 @@
-"""A run's life around the loop: start or resume, train, and stop in one of three ways.
+"""Start or resume a run, train it, and stop in one of three ways.
 
 * **finished**: the step budget is spent. The labelling page is told, answers still in flight are
   accepted for ``--finish-grace`` seconds, the reward is trained once more on every label, and

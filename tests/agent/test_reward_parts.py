@@ -81,7 +81,7 @@ def test_each_term_gets_its_own_correlation() -> None:
 def test_a_learned_reward_run_logs_a_correlation_per_term(tmp_path) -> None:
     from rlhf.config import QueryConfig
     from rlhf.run.runner import run
-    from tests.helpers import tb_scalars, tiny_config
+    from tests.support.helpers import tb_scalars, tiny_config
 
     query = QueryConfig(total_labels=10, segment_length=25)
     run(tiny_config(tmp_path, "HalfCheetah-v5", total_timesteps=1024, query=query))

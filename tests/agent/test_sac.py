@@ -18,7 +18,7 @@ from rlhf.agent.sac_learner import SACLearner
 from rlhf.config import Config, QueryConfig, SACConfig
 from rlhf.run.checkpoint import load_checkpoint
 from rlhf.run.runner import run
-from tests.toy_env import ENV_ID
+from tests.support.toy_env import ENV_ID
 
 TOY_SAC = SACConfig(
     hidden_size=64,

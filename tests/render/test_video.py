@@ -19,7 +19,7 @@ from rlhf.render.video import (
     render_pair_video,
     write_pair_video,
 )
-from tests.helpers import random_states, state_segment
+from tests.support.helpers import random_states, state_segment
 
 # Not square, so a swapped width/height shows up.
 CFG = VideoConfig(width=96, height=64)

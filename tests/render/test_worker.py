@@ -27,7 +27,7 @@ from rlhf.render.worker import (
     select_gl_backend,
 )
 from rlhf.store import LabelStore
-from tests.helpers import random_states, state_segment
+from tests.support.helpers import random_states, state_segment
 
 CFG = VideoConfig(width=48, height=48, fps=10, ready_ahead=10)
 STEPS = 4

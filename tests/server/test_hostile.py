@@ -22,8 +22,8 @@ from rlhf.server import create_app, serve_in_thread
 from rlhf.server.serve import THREADS
 from rlhf.store import LabelStore, PairNotShown, UnknownPair
 from rlhf.store.labels import _PendingLabel
-from tests.labelling import shown_pairs
 from tests.server.wire import http_request, raw_exchange
+from tests.support.labelling import shown_pairs
 
 Run = tuple[LabelStore, Path]
 HUGE = 99999999999999999999

@@ -18,9 +18,9 @@ from rlhf.config import WebConfig
 from rlhf.core.types import Answer
 from rlhf.server import serve_in_thread
 from rlhf.store import LabelStore
-from tests.labelling import shown_pairs
 from tests.server.wire import TRAVERSALS
 from tests.server.wire import http_request as _http
+from tests.support.labelling import shown_pairs
 
 Run = tuple[LabelStore, Path]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-from tests import toy_env
+from tests.support import toy_env
 
 SLOW = "rlhf-test/SlowPointGoal-v0"
 RAISES = "rlhf-test/Raises-v0"

@@ -13,8 +13,8 @@ from rlhf.sweep.command import Sweep
 from rlhf.sweep.driver import prepare
 from rlhf.sweep.grid import cell_name
 from rlhf.sweep.spec import SpecError
+from tests.support.toy_env import ENV_ID
 from tests.sweep.envs import register
-from tests.toy_env import ENV_ID
 
 GOOD = """
 seeds = [1, 2]

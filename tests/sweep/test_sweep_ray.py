@@ -18,8 +18,8 @@ from rlhf.sweep.command import Sweep
 from rlhf.sweep.driver import prepare, run_sweep
 from rlhf.sweep.spec import SpecError
 from rlhf.sweep.worker import Action, plan
+from tests.support.toy_env import ENV_ID
 from tests.sweep.envs import DIE_MARKER, DIES_ONCE, FAIL_AT, RAISES, SLOW
-from tests.toy_env import ENV_ID
 
 pytest.importorskip("ray")
 

@@ -1,0 +1,146 @@
+"""Benchmarks cannot rot: every ``scripts/bench_*.py`` (found by glob, so a new one is covered)
+runs with ``--quick`` and ends its stdout with its headline figures as ``key=value`` pairs, one
+of them a ratio (``ratio_...``), every number finite (docs: DESIGN.md, "Benchmarks").
+
+Each runs in a subprocess from a fresh temporary directory that is also its ``TMPDIR``, so what
+a bench writes (bench_rlhf's results cache, Ray's session files, runs) lands there and goes
+with it. A bench whose optional packages are missing here is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+BENCHES = sorted(SCRIPTS.glob("bench_*.py"))
+TIMEOUT_S = 240
+"""Per bench; each --quick run takes well under a minute on a busy 2-core machine."""
+
+
+def _modules(*names: str) -> Callable[[], None]:
+    def check() -> None:
+        for name in names:
+            pytest.importorskip(name, reason=f"needs {name} (pip install -e '.[bench]')")
+
+    return check
+
+
+def _browser() -> None:
+    from rlhf.core.chromium import CHROMIUM
+
+    pytest.importorskip("playwright", reason="needs playwright (pip install -e '.[test]')")
+    if not CHROMIUM.exists():
+        pytest.skip(f"needs Debian's chromium at {CHROMIUM} (apt install chromium)")
+
+
+def _goal_envs() -> None:
+    pytest.importorskip("gymnasium_robotics", reason="needs the goals extra (gymnasium-robotics)")
+    from rlhf.agent.goal_env import goal_env_problem
+
+    problem = goal_env_problem("PointMaze_UMaze-v3")  # --quick's env
+    if problem:
+        pytest.skip(problem)
+
+
+NEEDS: dict[str, Callable[[], None]] = {
+    "bench_her": _goal_envs,
+    "bench_pebble": _modules("ray"),
+    "bench_ppo": _modules("stable_baselines3", "ray"),
+    "bench_rlhf": _modules("ray"),
+    "bench_sac": _modules("stable_baselines3"),
+    "bench_sweep": _modules("ray"),
+    "bench_web": _browser,
+}
+"""Bench -> a check that skips it when an optional package it needs is missing here."""
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temporary directory with a short path: Ray puts its Unix sockets under ``$TMPDIR``, and
+    a socket's path may be at most 107 bytes (pytest's ``tmp_path`` can be too long)."""
+    path = Path(tempfile.mkdtemp(prefix="bench-", dir="/tmp" if Path("/tmp").is_dir() else None))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def parse_figures(line: str) -> dict[str, str]:
+    """A bench's last line, ``key=value`` pairs separated by spaces, as a dict; AssertionError
+    on anything else."""
+    figures: dict[str, str] = {}
+    for pair in line.split():
+        key, sep, value = pair.partition("=")
+        assert sep and key and value, f"not key=value: {pair!r} in {line!r}"
+        assert key not in figures, f"{key} twice in {line!r}"
+        figures[key] = value
+    assert figures, "the last line is empty"
+    return figures
+
+
+def _number(value: str) -> float | None:
+    try:
+        return float(value)  # "nan" and "inf" look numeric too: they are caught below
+    except ValueError:
+        return None
+
+
+def test_parse_figures() -> None:
+    assert parse_figures("ratio_sps=1.62 ours_sps=1510 load=rlhf_train") == {
+        "ratio_sps": "1.62",
+        "ours_sps": "1510",
+        "load": "rlhf_train",
+    }
+    for bad in ("", "a table row", "ratio=1 ratio=2", "a= b=1"):
+        with pytest.raises(AssertionError):
+            parse_figures(bad)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TIMEOUT_S + 30)
+@pytest.mark.parametrize("script", BENCHES, ids=[p.stem for p in BENCHES])
+def test_quick_run_ends_with_its_headline_figures(script: Path, short_tmp: Path) -> None:
+    NEEDS.get(script.stem, lambda: None)()
+    env = os.environ | {"TMPDIR": str(short_tmp), "PYTHONUNBUFFERED": "1"}
+    env.setdefault("MUJOCO_GL", "egl")
+    # Its own process group: a timeout ends the bench and what it started (Ray, a PPO load).
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--quick"],
+        cwd=short_tmp,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        pytest.fail(
+            f"{script.name} --quick ran past {TIMEOUT_S} s\n{stdout[-3000:]}{stderr[-3000:]}"
+        )
+    assert proc.returncode == 0, (
+        f"{script.name} --quick exited {proc.returncode}:\n{stderr[-3000:]}"
+    )
+    lines = stdout.rstrip("\n").splitlines()
+    assert lines, f"{script.name} --quick printed nothing"
+    figures = parse_figures(lines[-1])
+    ratios = [key for key in figures if key.startswith("ratio_")]
+    assert ratios, f"no ratio_ key in {script.name}'s last line: {lines[-1]!r}"
+    numbers = {key: _number(value) for key, value in figures.items()}
+    bad = {
+        key: figures[key] for key, x in numbers.items() if x is not None and not math.isfinite(x)
+    }
+    assert not bad, f"{script.name}: figures not finite: {bad} in {lines[-1]!r}"

@@ -1,0 +1,158 @@
+"""Per-env presets: unset settings take the env's value, flags win, a run stores what it used."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from rlhf.config import Config, PPOConfig, QueryConfig, RewardConfig
+from rlhf.config.presets import DEFAULT, family, idle_settings, preset_for, with_preset
+from rlhf.run.run_dir import read_config
+from rlhf.run.runner import run
+from tests.support.helpers import tiny_config
+
+
+@pytest.mark.parametrize(
+    ("env_id", "name"),
+    [("Ant-v5", "Ant"), ("Ant-v4", "Ant"), ("Ant", "Ant"), ("ALE/Pong-v5", "ALE/Pong"),
+     ("AntMaze_UMaze-v5", "AntMaze_UMaze"), ("my-env-vX", "my-env-vX")],
+)  # fmt: skip
+def test_family_is_the_id_without_its_version(env_id: str, name: str) -> None:
+    assert family(env_id) == name
+
+
+def test_ant_takes_its_preset_and_says_so() -> None:
+    cfg, line = with_preset(Config(env_id="Ant-v5"))
+    assert (cfg.ppo.init_log_std, cfg.query.replay_share) == (-1.0, 0.3)
+    assert line is not None and "--init-log-std -1" in line
+    assert "--query.replay-share 0.3" in line and line.startswith("Ant preset:")
+
+
+def test_an_env_without_a_preset_gets_the_general_defaults_silently() -> None:
+    assert preset_for("Swimmer-v5") == DEFAULT
+    cfg, line = with_preset(Config(env_id="Swimmer-v5"))
+    assert (cfg.ppo.init_log_std, cfg.query.replay_share, line) == (0.0, 0.0, None)
+    assert cfg.ppo.end_margin == 0.0
+    assert (cfg.reward_model.min_epoch_steps, cfg.reward_model.output_init) == (1, "random")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({}, (32, "zero")),  # a reward to learn: what the preset is for
+        ({"reward": "env"}, (1, "random")),  # nothing to learn
+        ({"reward_model_file": "saved.pt"}, (1, "random")),  # a trained reward
+        ({"algo": "sac"}, (1, "random")),  # measured with PPO only
+        ({"reward_model": RewardConfig(output_init="random")}, (32, "random")),  # a flag wins
+    ],
+)
+def test_walker2d_reward_members_start_flat_and_train_longer(
+    overrides: dict, expected: tuple[int, str]
+) -> None:
+    cfg, line = with_preset(Config(env_id="Walker2d-v5", **overrides))
+    assert (cfg.reward_model.min_epoch_steps, cfg.reward_model.output_init) == expected
+    assert (line is not None) == (expected != (1, "random"))
+    if line is not None:
+        assert line.startswith("Walker2d preset: --reward-model.min-epoch-steps 32")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "margin"),
+    [
+        ({}, 0.3),  # a learned reward with an absorbing end: what the preset is for
+        ({"reward": "env"}, 0.0),  # the true-reward baseline has no learned end to move
+        ({"terminations": "fixed-horizon"}, 0.0),  # no end at all
+        ({"algo": "sac"}, 0.0),  # a PPO setting
+        ({"ppo": PPOConfig(end_margin=0.0)}, 0.0),  # a flag given wins
+    ],
+)
+def test_hopper_counts_an_end_below_its_learned_reward(overrides: dict, margin: float) -> None:
+    cfg, line = with_preset(Config(env_id="Hopper-v5", **overrides))
+    assert cfg.ppo.end_margin == margin
+    assert (line is not None and line.startswith("Hopper preset: --end-margin 0.3")) == bool(margin)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "idle"),
+    [
+        ({}, False),  # a learned absorbing end: the margin moves it
+        ({"reward": "env"}, True),
+        ({"terminations": "fixed-horizon"}, True),
+        ({"algo": "sac"}, True),
+        ({"ppo": PPOConfig(end_margin=0.0)}, False),  # 0 changes nothing anywhere
+        ({"ppo": PPOConfig()}, False),  # not given: the preset decides, silently
+    ],
+)
+def test_a_margin_given_where_it_does_nothing_says_so(overrides: dict, idle: bool) -> None:
+    cfg = Config(env_id="Hopper-v5", **{"ppo": PPOConfig(end_margin=0.3), **overrides})
+    lines = idle_settings(cfg)
+    assert bool(lines) == idle
+    assert all(line.startswith("--end-margin 0.3 does nothing here") for line in lines)
+
+
+def test_a_flag_given_wins_over_the_preset() -> None:
+    given = Config(
+        env_id="Ant-v5", ppo=PPOConfig(init_log_std=0.0), query=QueryConfig(replay_share=0.1)
+    )
+    cfg, line = with_preset(given)
+    assert (cfg.ppo.init_log_std, cfg.query.replay_share) == (0.0, 0.1)
+    assert line is None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"reward": "env"}, (-1.0, 0.0)),  # the true-reward baseline starts as calm
+        ({"terminations": "standard"}, (-1.0, 0.0)),  # replays need a learned end
+        ({"algo": "sac"}, (0.0, 0.0)),  # PPO's settings: SAC has neither
+    ],
+)
+def test_replays_are_preset_only_where_they_can_run(
+    overrides: dict, expected: tuple[float, float]
+) -> None:
+    cfg, _ = with_preset(Config(env_id="Ant-v5", **overrides))
+    assert (cfg.ppo.init_log_std, cfg.query.replay_share) == expected
+
+
+def test_a_run_stores_the_preset_it_used_and_a_resume_keeps_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tiny_config(
+        tmp_path,
+        "Ant-v5",
+        total_timesteps=1024,
+        query=QueryConfig(total_labels=20, segment_length=10),
+    )
+    assert cfg.ppo.init_log_std is None and cfg.query.replay_share is None
+    first = run(cfg)
+    said = capsys.readouterr()
+    assert "Ant preset: --init-log-std -1" in said.out + said.err
+    stored = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert (stored["ppo"]["init_log_std"], stored["query"]["replay_share"]) == (-1.0, 0.3)
+    assert first.replay_steps > 0  # replayed pairs were asked for
+    more = dataclasses.replace(cfg.query, total_labels=40)
+    run(dataclasses.replace(cfg, resume=str(tmp_path / "run"), total_timesteps=2048, query=more))
+    stored = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert (stored["ppo"]["init_log_std"], stored["query"]["replay_share"]) == (-1.0, 0.3)
+
+
+def test_a_stored_config_from_before_the_presets_keeps_the_general_defaults(
+    tmp_path: Path,
+) -> None:
+    data = Config(env_id="Ant-v5").to_dict()
+    del data["ppo"]["init_log_std"], data["query"]["replay_share"]  # as runs wrote them before
+    del data["ppo"]["end_value"], data["ppo"]["end_margin"]  # ... and before --end-value
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    stored = read_config(tmp_path)
+    assert (stored.ppo.init_log_std, stored.query.replay_share) == (0.0, 0.0)
+    assert stored.ppo.end_value == "absorbing"  # a resumed old run goes on as it ran
+    assert stored.ppo.end_margin == 0.0
+    assert Config().ppo.end_value == "zero"  # a new one gets today's default
+    walker = Config(env_id="Walker2d-v5").to_dict()
+    del walker["reward_model"]["min_epoch_steps"], walker["reward_model"]["output_init"]
+    (tmp_path / "config.json").write_text(json.dumps(walker))
+    stored = read_config(tmp_path)  # a Walker2d run from before its preset goes on as it ran
+    assert (stored.reward_model.min_epoch_steps, stored.reward_model.output_init) == (1, "random")

@@ -1,0 +1,85 @@
+"""End to end: `--feedback synthetic` learns from oracle labels alone, and logs what it promises."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from rlhf.config import Config, PPOConfig, QueryConfig, TeacherConfig
+from rlhf.run.runner import run
+from rlhf.store import LabelStore
+from tests.support.toy_env import ENV_ID
+
+
+def _cfg(
+    tmp_path: Path, name: str, steps: int, labels: int, reward: str = "learned", seed: int = 1
+) -> Config:
+    return Config(
+        env_id=ENV_ID,
+        total_timesteps=steps,
+        seed=seed,
+        reward=reward,
+        feedback="synthetic",
+        runs_dir=str(tmp_path),
+        run_name=name,
+        progress=False,
+        ppo=PPOConfig(num_steps=512, num_minibatches=8),
+        query=QueryConfig(total_labels=labels, segment_length=10),
+    )
+
+
+@pytest.mark.slow
+def test_synthetic_rlhf_improves_true_return(
+    tmp_path: Path, learning_seed, record_property
+) -> None:
+    """The policy never sees the env reward, yet what the labels say reaches it: against the
+    same run (same seed) taught by a teacher who flips every answer, its true return is far
+    higher. Paired, because on this budget a single run's return swings with the seed.
+
+    Seeds 1-7 (torch 2.13.0): taught -13, -16, -18, -36, -58, -45, -22 (random walk -39 to
+    -63, true-reward PPO ~ -12); flipped -135, -147, -147, -102, -133, -147, -116; the gap is
+    66 to 130, the bar 30. Held-out accuracy of the reward on seeds 1-10: 0.71 to 0.95, the
+    bar 0.6 (about 20 held-out labels, so it moves in steps of 0.05)."""
+    seed = learning_seed(1)
+    taught = run(_cfg(tmp_path, "rlhf", steps=15360, labels=100, seed=seed))
+    flipped_cfg = _cfg(tmp_path, "flipped", steps=15360, labels=100, seed=seed)
+    flipped = run(replace(flipped_cfg, teacher=TeacherConfig(mistake=1.0)))
+    record_property(
+        "measured",
+        f"{taught.final_true_return} {flipped.final_true_return} {taught.reward_val_accuracy}",
+    )
+    assert taught.final_true_return is not None and flipped.final_true_return is not None
+    assert taught.final_true_return > flipped.final_true_return + 30, (taught, flipped)
+    assert taught.labels_used >= 90
+    assert taught.reward_val_accuracy is not None and taught.reward_val_accuracy >= 0.6
+
+
+def test_synthetic_run_records_labels_and_metrics(tmp_path: Path) -> None:
+    summary = run(_cfg(tmp_path, "small", steps=2048, labels=40))
+    root = tmp_path / "small"
+    data = json.loads((root / "summary.json").read_text())
+    assert data["labels_used"] == summary.labels_used > 0
+    assert "reward_val_accuracy" in data
+    store = LabelStore(root / "labels.sqlite")
+    assert store.counts().labelled == 40  # the schedule requested exactly the budget
+    assert all(label.source == "synthetic" for label in store.labels())
+    acc = EventAccumulator(str(root / "tb"))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    for tag in (
+        "reward/train_loss",
+        "reward/val_loss",
+        "reward/val_accuracy",
+        "reward/pearson_true",
+        "labels/total",
+        "labels/equal",
+        "labels/skipped",
+        "charts/episodic_return",
+        "charts/sps",
+    ):
+        assert tag in tags, tag
+    assert (root / "checkpoints" / "reward_model.pt").exists()

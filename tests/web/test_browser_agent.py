@@ -1,0 +1,148 @@
+"""The labelling page in Chromium: the policy clip and the learning curve, two named labellers
+on one run (each with their own undo, an overlap pair shown to both), the finished screen."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rlhf.config import WebConfig
+from rlhf.core.labellers import shows_twice
+from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
+from rlhf.server import serve_in_thread
+from rlhf.store import VIDEO_READY, LabelStore
+from rlhf.store.policy import CurvePoint
+from tests.web import test_browser as _shared
+from tests.web.test_browser import Server, _wait_playing
+
+browser, page, pair_assets, serve = (
+    _shared.browser,
+    _shared.page,
+    _shared.pair_assets,
+    _shared.serve,
+)
+
+pytestmark = pytest.mark.browser
+
+
+def test_the_policy_clip_and_learning_curve_are_on_the_page(
+    serve: Server, page, pair_assets
+) -> None:
+    store, videos, handle = serve(ready=2)
+    pair, video = pair_assets
+    page.goto(handle.url)
+    _wait_playing(page, 1)
+    assert page.locator("#agent").is_hidden()  # nothing to show yet
+    for i in range(1, 6):
+        store.add_curve_point(CurvePoint(i, 2048 * i, -50.0 + 20 * i, 0.1 * i, 0.6 + 0.05 * i))
+    clip_id = store.add_policy_clip(pair.left, iteration=5, env_step=10240)
+    (videos / "policy").mkdir()
+    path = videos / "policy" / f"{clip_id}.mp4"
+    path.write_bytes(video)
+    store.mark_policy_clip(clip_id, VIDEO_READY, path=str(path))
+    page.wait_for_selector("#agent:not([hidden])", timeout=10_000)
+    page.wait_for_function(
+        "() => { const v = document.getElementById('policy-video');"
+        " return v.readyState >= 2 && !v.paused && v.currentTime > 0.05; }",
+        timeout=10_000,
+    )
+    assert page.get_attribute("#policy-video", "data-clip-id") == str(clip_id)
+    assert page.locator("#curve polyline.line-true").count() == 1
+    assert page.locator("#curve polyline.line-predicted").count() == 1
+    points = page.get_attribute("#curve polyline.line-true", "points") or ""
+    assert len(points.split()) == 5
+    assert page.text_content("#curve-true") == "50.0"
+    assert "85%" in (page.text_content("#accuracy-text") or "")
+    assert "rising" in (page.text_content("#accuracy-text") or "")
+    assert "Iteration 5" in (page.text_content("#policy-caption") or "")
+
+
+@pytest.fixture
+def two_labellers(tmp_path: Path, pair_assets) -> Iterator[tuple[LabelStore, dict[str, str]]]:
+    """Eight ready pairs served to alice and bob; overlap 0.5 (pairs 2, 4, 5, 7 go to both)."""
+    pair, video = pair_assets
+    store = LabelStore(tmp_path / "labels.sqlite")
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    for pair_id in store.add_pairs([pair] * 8):
+        (videos / f"{pair_id}.mp4").write_bytes(video)
+        store.mark_video(pair_id, VIDEO_READY, path=str(videos / f"{pair_id}.mp4"))
+    cfg = WebConfig(labeller=("alice", "bob"), overlap=0.5)
+    handle = serve_in_thread(store, videos, cfg, total_labels_hint=8)
+    yield store, handle.labeller_urls
+    handle.stop()
+    store.close()
+
+
+def _shown(pg) -> int:
+    pg.wait_for_selector("#screen[data-pair-id]:not([data-pair-id=''])", timeout=8000)
+    return int(pg.get_attribute("#screen", "data-pair-id"))
+
+
+def test_two_named_labellers_label_one_run(browser, two_labellers) -> None:
+    store, urls = two_labellers
+    contexts = [browser.new_context(viewport={"width": 1000, "height": 900}) for _ in urls]
+    try:
+        alice, bob = (ctx.new_page() for ctx in contexts)
+        alice.goto(urls["alice"])
+        first = _shown(alice)
+        assert first == 1 and not shows_twice(first, 0.5)
+        _wait_playing(alice, first)
+        alice.keyboard.press("ArrowLeft")
+        second = _shown(alice)
+        _wait_playing(alice, second)
+        alice.keyboard.press("ArrowRight")  # pair 2: an overlap pair
+        _shared._wait_for(alice, lambda: len(store.labels()) == 2)
+        assert {lb.pair_id: lb.labeller for lb in store.labels()} == {1: "alice", 2: "alice"}
+
+        bob.goto(urls["bob"])
+        bob.wait_for_function("() => document.getElementById('you').textContent.includes('bob')")
+        # bob is shown alice's overlap pair (to measure agreement), never her other one.
+        assert _shown(bob) == 2
+        _wait_playing(bob, 2)
+        bob.keyboard.press("ArrowRight")
+        _shared._wait_for(bob, lambda: store.labeller_stats().compared == 1)
+        assert _shown(bob) not in (1, 2)
+        # bob's undo takes back his own answer only; alice's labels stay as they were.
+        bob.wait_for_timeout(300)
+        bob.keyboard.press("u")
+        _shared._wait_for(bob, lambda: store.labeller_stats().compared == 0)
+        assert [(lb.pair_id, lb.labeller) for lb in store.labels()] == [
+            (1, "alice"),
+            (2, "alice"),
+        ]
+        bob.wait_for_function("() => document.getElementById('screen').dataset.pairId === '2'")
+        _wait_playing(bob, 2)
+        bob.keyboard.press("ArrowRight")
+        _shared._wait_for(bob, lambda: store.labeller_stats().agreement == 1.0)
+        # The stats view on each page: answers per labeller and the agreement.
+        alice.wait_for_function(
+            "() => document.getElementById('agreement').textContent.includes('100% of 1')",
+            timeout=8000,
+        )
+        counts = alice.locator("#labeller-counts li").all_text_contents()
+        assert counts == ["alice: 2", "bob: 1"]
+        assert alice.text_content("#labeller-counts li.me") == "alice: 2"
+    finally:
+        for ctx in contexts:
+            ctx.close()
+
+
+def test_the_finished_screen_shows_the_run_summary(serve: Server, page) -> None:
+    store, _, handle = serve(ready=2)
+    page.goto(handle.url)
+    _wait_playing(page, 1)
+    page.keyboard.press("ArrowLeft")
+    _shared._wait_for(page, lambda: len(store.labels()) == 1)
+    status = TrainerStatus(
+        Phase.FINISHED, message="Run finished.", iteration=40, labels_used=1
+    ).with_(latest_true_return=1234.5)
+    store.set_meta(STATUS_KEY, status.to_json())
+    handle.state.begin_closing()
+    page.wait_for_selector("#finished:not([hidden])", timeout=8000)
+    assert page.text_content("#finished-title") == "Training has finished"
+    assert page.text_content("#final-return") == "1234.5"
+    assert page.text_content("#final-labels-done") == "1"
+    assert page.locator(".choices").is_hidden()

@@ -1,0 +1,78 @@
+"""The rating page in headless Chromium: one clip, the run's grade scale, keys 0-9 answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rlhf.config import WebConfig
+from rlhf.core.types import Answer, Pair
+from rlhf.server import serve_in_thread
+from rlhf.store import SCALE_META, VIDEO_READY, LabelStore
+from tests.web.test_browser import _wait_for, _wait_playing, browser, page, pair_assets  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+NAMES = ["failed", "wobbly", "<b>fine</b>"]
+
+
+@pytest.fixture
+def rating_run(tmp_path: Path, pair_assets: tuple[Pair, bytes]) -> Iterator[tuple]:  # noqa: F811
+    """Two clips to rate (ids 1, 2) and one pair (id 3), all with a video, served on loopback."""
+    pair, video = pair_assets
+    store = LabelStore(tmp_path / "labels.sqlite")
+    store.set_meta(SCALE_META, {"levels": 3, "names": NAMES})
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    ids = [*store.add_rating_queries([pair.left, pair.right]), *store.add_pairs([pair])]
+    for query_id in ids:
+        path = videos / f"{query_id}.mp4"
+        path.write_bytes(video)
+        store.mark_video(query_id, VIDEO_READY, path=str(path))
+    handle = serve_in_thread(store, videos, WebConfig(), total_labels_hint=3)
+    yield store, handle
+    handle.stop()
+    store.close()
+
+
+def _grades(store: LabelStore) -> dict[int, int | None]:
+    return {r.pair_id: r.grade for r in store.ratings()}
+
+
+def test_rating_page_grades_with_keys_and_undo(rating_run, page) -> None:  # noqa: F811
+    store, handle = rating_run
+    page.goto(handle.url)
+    _wait_playing(page, 1)
+    grades = page.locator("#grades button")
+    assert grades.count() == 3
+    assert page.locator("#grades").is_visible() and not page.locator("#btn-left").is_visible()
+    # A name is text, never markup.
+    assert grades.nth(2).inner_text().endswith("<b>fine</b>")
+    assert page.locator("#grades b").count() == 0
+    assert page.locator("#pair-id").inner_text() == "clip #1"
+
+    page.keyboard.press("7")  # not on this 3-level scale: nothing happens
+    page.keyboard.press("ArrowLeft")  # a pair's answer: not for a clip
+    page.wait_for_timeout(300)
+    assert _grades(store) == {} and store.labels() == []
+    page.keyboard.press("2")
+    _wait_for(page, lambda: _grades(store) == {1: 2})
+    _wait_playing(page, 2)
+    assert "grade 2" in page.locator("#toasts").inner_text()
+
+    page.keyboard.press("u")  # undo brings the clip back
+    _wait_for(page, lambda: _grades(store) == {})
+    _wait_playing(page, 1)
+    page.keyboard.press("0")
+    _wait_playing(page, 2)
+    page.get_by_role("button", name="Can't tell").click()  # a skip is a null grade
+    _wait_for(page, lambda: _grades(store) == {1: 0, 2: None})
+
+    _wait_playing(page, 3)  # then a pair: its buttons are back, the grades gone
+    assert page.locator("#btn-left").is_visible() and not page.locator("#grades").is_visible()
+    page.keyboard.press("1")  # digits do not answer a pair
+    page.keyboard.press("ArrowLeft")
+    _wait_for(page, lambda: {lb.pair_id: lb.answer for lb in store.labels()} == {3: Answer.LEFT})
+    assert _grades(store) == {1: 0, 2: None}

@@ -1,0 +1,94 @@
+"""The labelling page in Chromium: the task text, newest pairs first, the pacing wait and ETA."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
+from rlhf.store import VIDEO_READY
+from tests.web import test_browser as _shared
+from tests.web.test_browser import Server, _wait_playing
+
+# The page fixtures of the browser tests (one Chromium per module, a served run, a page).
+browser, page, pair_assets, serve = (
+    _shared.browser,
+    _shared.page,
+    _shared.pair_assets,
+    _shared.serve,
+)
+
+pytestmark = pytest.mark.browser
+
+TASK = "<script>window.__pwned = 1</script><b>run backwards</b>"
+
+
+def test_task_text_is_shown_as_text_never_as_markup(serve: Server, page) -> None:
+    store, _, handle = serve(ready=2)
+    store.set_meta("task", TASK)
+    page.goto(handle.url)
+    page.wait_for_function("() => !document.getElementById('task-box').hidden")
+    assert page.text_content("#task") == TASK
+    assert page.evaluate("() => window.__pwned") is None
+    assert page.locator("#task b").count() == 0
+
+
+def test_newest_pairs_are_shown_first(serve: Server, page, pair_assets, tmp_path: Path) -> None:
+    store, videos, handle = serve(ready=2)  # iteration 0: pairs 1 and 2
+    pair, video = pair_assets
+    for pair_id in store.add_pairs([pair, pair], iteration=5):  # pairs 3 and 4
+        (videos / f"{pair_id}.mp4").write_bytes(video)
+        store.mark_video(pair_id, VIDEO_READY, path=str(videos / f"{pair_id}.mp4"))
+    page.goto(handle.url)
+    shown = []
+    for _ in range(3):
+        pair_id = int(page.get_attribute("#screen", "data-pair-id") or 0) or None
+        if pair_id is None:
+            page.wait_for_selector("#screen[data-pair-id]:not([data-pair-id=''])")
+            pair_id = int(page.get_attribute("#screen", "data-pair-id"))
+        _wait_playing(page, pair_id)
+        shown.append(pair_id)
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_function(
+            f"() => document.getElementById('screen').dataset.pairId !== '{pair_id}'"
+        )
+    assert shown == [3, 4, 1]
+
+
+def test_pacing_wait_counts_down_in_the_trainers_numbers_with_an_eta(serve: Server, page) -> None:
+    store, _, handle = serve(ready=3)
+    status = TrainerStatus(
+        Phase.WAITING,
+        message="waiting for 3 more labels before the agent goes on (paused while the labeller"
+        " catches up with the schedule)",
+        iteration=12,
+        labels_used=40,
+        labels_needed=3,
+        labels_target=3,
+        eta_seconds=754.0,
+    )
+    store.set_meta(STATUS_KEY, status.to_json())
+    page.goto(handle.url)
+    learning = page.locator("#learning")
+    learning.wait_for()
+    page.wait_for_function(
+        "() => document.getElementById('learning').textContent.includes('3 more labels')"
+    )
+    assert "The agent is paused until you catch up: 3 more labels (0 of 3 given)" in (
+        learning.text_content() or ""
+    )
+    assert page.text_content("#phase").startswith("waiting for 3 more labels")
+    assert page.text_content("#eta") == "13 min"
+    _wait_playing(page, 1)
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        "() => document.getElementById('learning').textContent.includes('2 more labels (1 of 3')"
+    )
+    # Before the first fit, the same wait says when learning starts.
+    store.set_meta(STATUS_KEY, status.with_(labels_used=0, labels_target=5).to_json())
+    page.wait_for_function(
+        "() => document.getElementById('learning').textContent"
+        ".startsWith('The agent starts learning after 4 more labels (1 of 5 given)')",
+        timeout=8000,
+    )
