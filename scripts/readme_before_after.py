@@ -22,7 +22,7 @@ def main() -> None:
     import gymnasium as gym
     import torch
 
-    from rlhf.agent.learner import PPOLearner
+    from rlhf.agent.ppo_learner import PPOLearner
     from rlhf.commands.record import _episode, agent_state, policy, run_config
     from rlhf.config import VideoConfig
     from rlhf.render.policy import write_gif

@@ -1,6 +1,6 @@
 """SACLearner: actor, twin critics, their targets and optimisers, and one gradient step.
 
-Like :class:`rlhf.agent.learner.PPOLearner` it never knows where its rewards come from: each
+Like :class:`rlhf.agent.ppo_learner.PPOLearner` it never knows where its rewards come from: each
 minibatch arrives with them (the replay buffer computes them from its reward source).
 """
 

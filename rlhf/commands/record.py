@@ -79,7 +79,7 @@ def policy(cfg: Config, state: dict, obs_dim: int, act_dim: int, space) -> Calla
         sac.load_state_dict(state)
         actor = sac.actor_numpy()
         return lambda obs: actor.mean(obs[None].astype(np.float32))[0]
-    from rlhf.agent.learner import PPOLearner
+    from rlhf.agent.ppo_learner import PPOLearner
 
     ppo = PPOLearner(obs_dim, act_dim, 1, cfg.ppo, torch.device("cpu"))
     ppo.load_state_dict(state)

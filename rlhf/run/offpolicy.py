@@ -39,8 +39,8 @@ from rlhf.run.trainer import Trainer, write_checkpoint
 class _Stepper:
     """Acts for the collector and learns after each step: the inner loop of one SAC iteration."""
 
-    def __init__(self, t: Trainer, agent: SACLearner, replay: ReplayBuffer) -> None:
-        self.t, self.agent, self.replay = t, agent, replay
+    def __init__(self, t: Trainer, agent: SACLearner, buffer: ReplayBuffer) -> None:
+        self.t, self.agent, self.buffer = t, agent, buffer
         self.cfg = t.cfg.sac
         self.step = t.collector.global_step
         self.random = RandomActor(t.collector.low, t.collector.high)
@@ -52,11 +52,11 @@ class _Stepper:
         return actor.sample(obs, rng)
 
     def after_step(self, s: StepRecord) -> None:
-        self.replay.add_step(s)  # with HER (--sac.her) it waits for the episode's end
+        self.buffer.add_step(s)  # with HER (--sac.her) it waits for the episode's end
         self.step += len(s.valid)
-        if self.step < self.cfg.learning_starts or not self.replay.ready():
+        if self.step < self.cfg.learning_starts or not self.buffer.ready():
             return
-        batch = self.replay.sample(self.cfg.batch_size, self.t.rngs["policy"])
+        batch = self.buffer.sample(self.cfg.batch_size, self.t.rngs["policy"])
         self.stats = self.agent.update(batch)
         if pretraining(self.t) and self.agent.gradient_steps >= self.cfg.pretrain_steps:
             end_pretraining(self.t, self.step)
@@ -64,10 +64,10 @@ class _Stepper:
 
 def train_offpolicy(t: Trainer) -> None:
     """Run SAC iterations until the step budget is spent or a stop is requested."""
-    agent, replay = t.agent, t.replay
-    assert isinstance(agent, SACLearner) and replay is not None
+    agent, buffer = t.agent, t.buffer
+    assert isinstance(agent, SACLearner) and buffer is not None
     set_reward_source(t)
-    stepper = _Stepper(t, agent, replay)
+    stepper = _Stepper(t, agent, buffer)
     while t.progress.iteration < t.iterations and not t.stop.requested:
         iteration = t.progress.iteration + 1
         stepper.stats = None
@@ -106,18 +106,18 @@ def end_pretraining(t: Trainer, step: int) -> None:
 
 def set_reward_source(t: Trainer) -> None:
     """Point the replay buffer at the reward SAC should learn from now."""
-    agent, replay, prefs = t.agent, t.replay, t.prefs
-    assert isinstance(agent, SACLearner) and replay is not None
+    agent, buffer, prefs = t.agent, t.buffer, t.prefs
+    assert isinstance(agent, SACLearner) and buffer is not None
     if prefs is None:  # the env's reward or a given function: set when the run was built
         return
     if pretraining(t):
-        entropy = StateEntropyReward(replay, t.cfg.sac.entropy_k, t.rngs["policy"])
-        replay.set_reward_fn(entropy, per_sample=True)  # it changes as the buffer fills
+        entropy = StateEntropyReward(buffer, t.cfg.sac.entropy_k, t.rngs["policy"])
+        buffer.set_reward_fn(entropy, per_sample=True)  # it changes as the buffer fills
         agent.terminal_value = 0.0
         return
     if not prefs.reward.trained:
-        replay.set_reward_fn(None)  # no label yet: act, learn nothing
+        buffer.set_reward_fn(None)  # no label yet: act, learn nothing
         return
-    replay.set_reward_fn(prefs.reward.score)
+    buffer.set_reward_fn(prefs.reward.score)
     value = absorbing_reward(t)  # None unless the run pads terminations with the absorbing state
     agent.terminal_value = 0.0 if value is None else value / (1.0 - t.cfg.sac.gamma)

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from rlhf.agent.collector import RolloutCollector
-from rlhf.agent.her_replay import HindsightReplayBuffer
-from rlhf.agent.learner import PPOLearner
+from rlhf.agent.her_buffer import HindsightReplayBuffer
+from rlhf.agent.ppo_learner import PPOLearner
 from rlhf.agent.replay import ENV_REWARD, ReplayBuffer
 from rlhf.agent.rollout import ObsNormalizer
 from rlhf.agent.sac_learner import SACLearner
@@ -66,7 +66,7 @@ class Trainer:
     """When this session began (for steps/s and the run's total training time)."""
     start_step: int = 0
     longest_episode: int = 0
-    replay: ReplayBuffer | None = None
+    buffer: ReplayBuffer | None = None
     """SAC's replay buffer (None with PPO); see :mod:`rlhf.run.offpolicy`."""
     replayer: Replayer | None = None
     """Rolls out replayed pairs (``--query.replay-share``); None when not asked for."""
@@ -126,22 +126,22 @@ def build_trainer(
     obs_dim, act_dim = plan.env.obs_dim, plan.env.act_dim
     rngs = _rngs(cfg.seed)
     agent: PPOLearner | SACLearner
-    replay = None
+    buffer: ReplayBuffer | None = None
     if cfg.algo == "sac":
         space = envs.single_action_space
         agent = SACLearner(obs_dim, act_dim, space.low, space.high, cfg.sac, device)
         nq, nv = plan.env.nq, plan.env.nv
-        buffer = min(cfg.sac.buffer_size, cfg.total_timesteps)  # never more than the run fills
+        capacity = min(cfg.sac.buffer_size, cfg.total_timesteps)  # never more than the run fills
         if cfg.sac.her:  # goal envs only (preflight): relabels goals per minibatch
-            replay = HindsightReplayBuffer(
-                buffer, obs_dim, act_dim, nq, nv, goal_size=plan.env.goal_size,
+            buffer = HindsightReplayBuffer(
+                capacity, obs_dim, act_dim, nq, nv, goal_size=plan.env.goal_size,
                 num_envs=cfg.num_envs, future_k=cfg.sac.her_future_k,
                 goal_reward=goal_reward_fn(envs.envs[0]),
             )  # fmt: skip
         else:
-            replay = ReplayBuffer(buffer, obs_dim, act_dim, nq, nv, relabel=cfg.sac.relabel)
+            buffer = ReplayBuffer(capacity, obs_dim, act_dim, nq, nv, relabel=cfg.sac.relabel)
         if cfg.reward == "learned" and reward_fn is None:
-            replay.set_reward_fn(None)  # no reward until pretraining or the first labels
+            buffer.set_reward_fn(None)  # no reward until pretraining or the first labels
         obs_norm = ObsNormalizer(obs_dim, enabled=False)  # SAC acts on raw observations
     else:
         agent = PPOLearner(obs_dim, act_dim, cfg.num_envs, cfg.ppo, device)
@@ -159,11 +159,11 @@ def build_trainer(
     clock = CheckpointClock(cfg.checkpoint_every, cfg.checkpoint_minutes)
     t = Trainer(cfg, plan, run_dir, logger, stop, agent, collector, rngs, progress, clock)
     t.start_step = progress.env_steps
-    t.replay = replay
+    t.buffer = buffer
     if not learns_reward:
         t.reward_fn = reward_fn
-        if replay is not None:
-            replay.set_reward_fn(ENV_REWARD if reward_fn is None else reward_fn)
+        if buffer is not None:
+            buffer.set_reward_fn(ENV_REWARD if reward_fn is None else reward_fn)
         return t
     t.prefs = open_preferences(cfg, run_dir, plan, device, rngs["feedback"], logger.message)
     if cfg.query.replay_share:
@@ -204,8 +204,8 @@ def write_checkpoint(t: Trainer) -> None:
         "rngs": {name: rng_state(rng) for name, rng in t.rngs.items()},
         "torch_rng": torch.get_rng_state(),
     }
-    if t.replay is not None:  # SAC learns from all of it: a resumed run must have it back
-        state["replay"] = t.replay.state_dict()
+    if t.buffer is not None:  # SAC learns from all of it: a resumed run must have it back
+        state["replay"] = t.buffer.state_dict()
     save_checkpoint(state, t.run_dir.checkpoints / LAST_CHECKPOINT)
     t.clock.reset()
 
@@ -216,8 +216,8 @@ def restore(t: Trainer, state: dict) -> None:
     for name, rng in t.rngs.items():
         set_rng_state(rng, state["rngs"][name])
     torch.set_rng_state(state["torch_rng"])
-    if t.replay is not None:
-        t.replay.load_state_dict(state["replay"])
+    if t.buffer is not None:
+        t.buffer.load_state_dict(state["replay"])
     if t.prefs is not None:
         t.prefs.load_state_dict(state["preferences"])
         # Pairs asked for after the checkpoint (before a crash) are in the store: never ask twice.

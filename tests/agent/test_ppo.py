@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rlhf.agent.collector import RolloutCollector
-from rlhf.agent.learner import PPOLearner
+from rlhf.agent.ppo_learner import PPOLearner
 from rlhf.config import Config, PPOConfig
 from rlhf.envs import make_vec_env
 from rlhf.run.runner import run

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from rlhf.agent.collector import RolloutCollector
-from rlhf.agent.learner import PPOLearner
+from rlhf.agent.ppo_learner import PPOLearner
 from rlhf.config import PPOConfig
 from rlhf.envs import make_vec_env
 from rlhf.run.report import log_reward_quality

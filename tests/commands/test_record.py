@@ -10,7 +10,7 @@ import imageio_ffmpeg
 import pytest
 import torch
 
-from rlhf.agent.learner import PPOLearner
+from rlhf.agent.ppo_learner import PPOLearner
 from rlhf.commands.record import Record, record
 from rlhf.config import Config, ConfigError, VideoConfig
 from rlhf.run.checkpoint import save_atomic

@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlhf.agent.her_replay import HindsightReplayBuffer
+from rlhf.agent.her_buffer import HindsightReplayBuffer
 from rlhf.cli import main
 from rlhf.config import Config, QueryConfig, SACConfig
 from rlhf.envs.goals import goal_reward_fn

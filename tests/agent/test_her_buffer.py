@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlhf.agent.collector import StepRecord
-from rlhf.agent.her_replay import HindsightReplayBuffer
+from rlhf.agent.her_buffer import HindsightReplayBuffer
 from rlhf.agent.replay import ENV_REWARD, ReplayBuffer
 
 OBS_DIM = 3 + 2 + 2  # observation (episode, step, env), achieved goal, desired goal
