@@ -67,6 +67,28 @@ def _responses(ok: dict[str, Any], *codes: int) -> dict[str, Any]:
     return out
 
 
+def _video(summary: str, id_name: str) -> dict[str, Any]:
+    """GET of an mp4 named by a row id in the path: byte ranges, conditional requests."""
+    return {
+        "summary": summary,
+        "parameters": [
+            {"name": id_name, "in": "path", "required": True, "schema": _int(1, MAX_ROW_ID)}
+        ],
+        "responses": {
+            **_responses(
+                {
+                    "description": "The video (byte ranges are supported: 206, 416).",
+                    "content": {"video/mp4": {"schema": {"type": "string"}}},
+                },
+                404,
+                416,
+            ),
+            "206": {"description": "Part of the video.", "content": {"video/mp4": {}}},
+            "304": {"description": "Not modified."},
+        },
+    }
+
+
 _PAGE_HEADER = {
     "name": "X-Rlhf-Page",
     "in": "header",
@@ -306,24 +328,7 @@ _PATHS: dict[str, Any] = {
         }
     },
     "/videos/{pair_id}.mp4": {
-        "get": {
-            "summary": "A pair's video (both clips side by side), once it is ready.",
-            "parameters": [
-                {"name": "pair_id", "in": "path", "required": True, "schema": _int(1, MAX_ROW_ID)}
-            ],
-            "responses": {
-                **_responses(
-                    {
-                        "description": "The video (byte ranges are supported: 206, 416).",
-                        "content": {"video/mp4": {"schema": {"type": "string"}}},
-                    },
-                    404,
-                    416,
-                ),
-                "206": {"description": "Part of the video.", "content": {"video/mp4": {}}},
-                "304": {"description": "Not modified."},
-            },
-        }
+        "get": _video("A pair's video (both clips side by side), once it is ready.", "pair_id")
     },
     "/api/policy": {
         "get": {
@@ -332,24 +337,7 @@ _PATHS: dict[str, Any] = {
         }
     },
     "/policy/{clip_id}.mp4": {
-        "get": {
-            "summary": "A clip of the policy, once it is rendered.",
-            "parameters": [
-                {"name": "clip_id", "in": "path", "required": True, "schema": _int(1, MAX_ROW_ID)}
-            ],
-            "responses": {
-                **_responses(
-                    {
-                        "description": "The video (byte ranges are supported: 206, 416).",
-                        "content": {"video/mp4": {"schema": {"type": "string"}}},
-                    },
-                    404,
-                    416,
-                ),
-                "206": {"description": "Part of the video.", "content": {"video/mp4": {}}},
-                "304": {"description": "Not modified."},
-            },
-        }
+        "get": _video("A clip of the policy, once it is rendered.", "clip_id")
     },
     "/api/openapi.json": {
         "get": {
