@@ -150,14 +150,18 @@ _LABELLERS = _object(
         "overlap": {"type": "number", "minimum": 0, "maximum": 1},
     }
 )
+_HANDED_OUT: dict[str, Any] = {
+    "pair": _ref("Pair"),
+    "pair_id": _int(1, MAX_ROW_ID),
+    "video_url": {"type": "string"},
+    "iteration": _int(),
+    "kind": {"enum": ["pair", "rating"]},
+    "scale": _ref("Scale"),
+}
+"""A pair handed to the page: by /api/next, and back again by /api/undo."""
 _READY = _object(
     {
-        "pair": _ref("Pair"),
-        "pair_id": _int(1, MAX_ROW_ID),
-        "video_url": {"type": "string"},
-        "iteration": _int(),
-        "kind": {"enum": ["pair", "rating"]},
-        "scale": _ref("Scale"),
+        **_HANDED_OUT,
         "state": {"const": "ready"},
         "reason": {"type": "null"},
     },
@@ -214,12 +218,7 @@ _UNDO_REPLY = _object(
         "undone": {"const": True},
         "answer": {"enum": [*(a.value for a in Answer), "grade"]},
         "grade": _int(0, 9, nullable=True),
-        "pair": _ref("Pair"),
-        "pair_id": _int(1, MAX_ROW_ID),
-        "video_url": {"type": "string"},
-        "iteration": _int(),
-        "kind": {"enum": ["pair", "rating"]},
-        "scale": _ref("Scale"),
+        **_HANDED_OUT,
         "labels_done": _int(),
     },
     required=["undone", "answer", "pair", "pair_id", "video_url", "iteration", "labels_done"],
