@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import io
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -113,41 +114,21 @@ def unpack_segment(env_id: str, start_step: int, blob: bytes) -> Segment:
     return Segment(env_id=env_id, start_step=start_step, absorbing=absorbing, **arrays)
 
 
+_R = TypeVar("_R")
+
+
+def _record(cls: type[_R], row: sqlite3.Row, **converted: Any) -> _R:
+    """``cls`` from a row whose columns carry its fields' names; ``converted`` overrides some."""
+    return cls(**{f.name: row[f.name] for f in fields(cls) if f.name not in converted}, **converted)
+
+
 def pair_record(row: sqlite3.Row) -> PairRecord:
-    return PairRecord(
-        id=row["id"],
-        left_segment=row["left_segment"],
-        right_segment=row["right_segment"],
-        swapped=bool(row["swapped"]),
-        iteration=row["iteration"],
-        created_at=row["created_at"],
-        video_status=row["video_status"],
-        video_path=row["video_path"],
-        video_error=row["video_error"],
-        kind=row["kind"],
-    )
+    return _record(PairRecord, row, swapped=bool(row["swapped"]))
 
 
 def rating_record(row: sqlite3.Row) -> RatingRecord:
-    return RatingRecord(
-        seq=row["seq"],
-        pair_id=row["pair_id"],
-        grade=row["grade"],
-        levels=row["levels"],
-        source=row["source"],
-        labeller=row["labeller"],
-        response_ms=row["response_ms"],
-        created_at=row["created_at"],
-    )
+    return _record(RatingRecord, row)
 
 
 def label_record(row: sqlite3.Row) -> LabelRecord:
-    return LabelRecord(
-        seq=row["seq"],
-        pair_id=row["pair_id"],
-        answer=Answer(row["answer"]),
-        source=row["source"],
-        labeller=row["labeller"],
-        response_ms=row["response_ms"],
-        created_at=row["created_at"],
-    )
+    return _record(LabelRecord, row, answer=Answer(row["answer"]))
