@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import signal
-import subprocess
-import sys
-import textwrap
 import threading
 from pathlib import Path
 
@@ -20,27 +16,10 @@ import pytest
 
 from rlhf.core.types import Answer
 from rlhf.store import VIDEO_READY, LabelConflict, LabelStore, UnknownPair
+from tests.support.children import kill, kill_after_acks, spawn
 from tests.support.labelling import shown_pairs
 
 ANSWERS = [Answer.LEFT, Answer.RIGHT, Answer.EQUAL, Answer.SKIP]
-
-
-def _spawn(code: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-u", "-c", textwrap.dedent(code), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-
-
-def _kill(child: subprocess.Popen[str]) -> None:
-    if child.poll() is None:
-        child.send_signal(signal.SIGKILL)
-    child.wait(10)
-    child.stdout.close()  # type: ignore[union-attr]
-    child.stderr.close()  # type: ignore[union-attr]
 
 
 _ADD_LABELS = """
@@ -62,16 +41,8 @@ def test_acknowledged_labels_survive_sigkill(tmp_path: Path, add_pairs) -> None:
     shown_pairs(store, add_pairs, total)
     store.close()
 
-    child = _spawn(_ADD_LABELS, str(path), str(total))
-    acked: list[int] = []
-    try:
-        for line in child.stdout:  # type: ignore[union-attr]
-            acked.append(int(line.split()[1]))
-            if len(acked) == 25:
-                child.send_signal(signal.SIGKILL)  # right after the 25th acknowledgement
-                break
-    finally:
-        _kill(child)
+    # SIGKILL right after the 25th acknowledgement
+    child, acked = kill_after_acks(_ADD_LABELS, str(path), str(total), acks=25)
     assert child.returncode == -signal.SIGKILL
     assert len(acked) == 25
 
@@ -102,7 +73,7 @@ def test_labels_acknowledged_over_http_survive_sigkill(tmp_path: Path, add_pairs
     ids = shown_pairs(store, add_pairs, 30)
     store.close()
 
-    child = _spawn(_SERVE, str(tmp_path))
+    child = spawn(_SERVE, str(tmp_path))
     acked: list[int] = []
     try:
         first = child.stdout.readline()  # type: ignore[union-attr]
@@ -117,7 +88,7 @@ def test_labels_acknowledged_over_http_survive_sigkill(tmp_path: Path, add_pairs
         child.send_signal(signal.SIGKILL)  # right after the last 200
         con.close()
     finally:
-        _kill(child)
+        kill(child)
 
     reopened = LabelStore(tmp_path / "labels.sqlite")
     stored = {lb.pair_id: lb.answer for lb in reopened.labels()}

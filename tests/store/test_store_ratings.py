@@ -11,7 +11,7 @@ import pytest
 
 from rlhf.core.types import Answer, Pair, Segment
 from rlhf.store import VIDEO_READY, LabelConflict, LabelStore, PairNotShown, UnknownPair, WrongKind
-from tests.store.test_store import _kill, _spawn
+from tests.support.children import kill_after_acks
 
 
 def _segment(rng: np.random.Generator, t: int = 5) -> Segment:
@@ -103,16 +103,7 @@ def test_acknowledged_ratings_survive_sigkill(tmp_path: Path, rng) -> None:
     total = 300
     _shown_clips(store, total, rng)
     store.close()
-    child = _spawn(_ADD_RATINGS, str(path), str(total))
-    acked: list[int] = []
-    try:
-        for line in child.stdout:  # type: ignore[union-attr]
-            acked.append(int(line.split()[1]))
-            if len(acked) == 20:
-                child.send_signal(signal.SIGKILL)
-                break
-    finally:
-        _kill(child)
+    child, acked = kill_after_acks(_ADD_RATINGS, str(path), str(total), acks=20)
     assert child.returncode == -signal.SIGKILL
     reopened = LabelStore(path)
     stored = {r.pair_id: r.grade for r in reopened.ratings()}
