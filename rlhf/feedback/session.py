@@ -16,9 +16,9 @@ import threading
 import webbrowser
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 
 from rlhf.config import VideoConfig, WebConfig
+from rlhf.core.service import Service
 from rlhf.core.shell import program, short_path
 from rlhf.core.status import Phase, TrainerStatus
 from rlhf.render.worker import RenderWorker
@@ -31,7 +31,7 @@ VIDEOS_DIR = "videos"
 NO_TRAINER_MESSAGE = "No trainer is running: your labels are kept for the next run or a resume."
 
 
-class LabellingSession:
+class LabellingSession(Service):
     """The processes and threads that let a person label a run's pairs in the browser.
 
     Args:
@@ -143,17 +143,6 @@ class LabellingSession:
             finally:
                 if store is not None:
                     store.close()
-
-    def __enter__(self) -> LabellingSession:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop(0.0)
 
 
 def watch_command(runs_dir: Path) -> str:

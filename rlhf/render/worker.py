@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from multiprocessing.synchronize import Event
 from pathlib import Path
-from types import TracebackType
 
 from rlhf.config import VideoConfig
+from rlhf.core.service import Service
 from rlhf.render.errors import one_line
 from rlhf.render.gl import _settle_gl_backend, probe_gl_backend, select_gl_backend
 from rlhf.render.video import Renderer, render_clip_video, render_pair_video
@@ -165,7 +165,7 @@ def _render_policy(
     return 1
 
 
-class RenderWorker:
+class RenderWorker(Service):
     """Handle on the pool of render processes.
 
     Args:
@@ -271,14 +271,3 @@ class RenderWorker:
                 process.kill()
                 process.join()
             process.close()
-
-    def __enter__(self) -> RenderWorker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
