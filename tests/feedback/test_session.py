@@ -20,18 +20,10 @@ from rlhf.feedback.session import LabellingSession, mark_no_trainer, serve_run, 
 from rlhf.render.worker import RenderWorker
 from rlhf.store import LabelStore
 from tests.server.wire import http_request as _http
+from tests.support.children import gone
 
 Run = tuple[LabelStore, Path]
 _real_serve = session_mod.serve_in_thread
-
-
-def _gone(pid: int) -> bool:
-    """The process no longer runs (absent, or a zombie nobody has reaped yet)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
 def _port_is_free(port: int) -> bool:
@@ -125,9 +117,9 @@ def test_a_real_session_serves_and_stop_releases_port_and_worker(web_run: Run) -
         assert _http(port, "POST", "/api/label", {"pair_id": 1, "answer": "left"})[0] == 200
         assert session.worker is not None
         pid = session.worker.pid
-        assert pid is not None and not _gone(pid)
+        assert pid is not None and not gone(pid)
     assert _port_is_free(port)
-    assert _gone(pid)
+    assert gone(pid)
     session.stop(grace=5.0)  # a second stop, even with a grace period, does nothing
     assert [lb.pair_id for lb in store.labels()] == [1]
 
@@ -150,7 +142,7 @@ def test_a_taken_port_stops_the_real_worker_again(
         cfg = WebConfig(port=taken.getsockname()[1])
         with pytest.raises(OSError):
             LabellingSession(web_run[1].parent, cfg, VideoConfig(), lambda _: None).start()
-    assert len(pids) == 1 and _gone(pids[0])
+    assert len(pids) == 1 and gone(pids[0])
 
 
 def test_watch_command_is_relative_to_the_working_directory(

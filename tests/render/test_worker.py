@@ -11,7 +11,6 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import imageio_ffmpeg
 import numpy as np
@@ -27,6 +26,7 @@ from rlhf.render.worker import (
     select_gl_backend,
 )
 from rlhf.store import LabelStore
+from tests.support.children import gone
 from tests.support.helpers import random_states, state_segment
 
 CFG = VideoConfig(width=48, height=48, fps=10, ready_ahead=10)
@@ -49,15 +49,6 @@ def _wait_for(cond: Callable[[], bool], timeout: float = 60.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
         time.sleep(0.05)
-
-
-def _gone(pid: int) -> bool:
-    """The process no longer runs (absent, or a zombie nobody has reaped yet)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
 def _decoded_frames(path: str) -> int:
@@ -85,7 +76,7 @@ def test_worker_renders_queue_marks_bad_pairs_failed_and_stops_cleanly(tmp_path)
         assert worker.is_alive(), "bad pairs must not kill the worker"
     assert not worker.is_alive()
     assert pid not in [p.pid for p in mp.active_children()]
-    assert _gone(pid)
+    assert gone(pid)
 
     records = {i: store.get_pair_record(i) for i in ids}
     for i in (ids[0], ids[2], ids[4]):
@@ -159,14 +150,14 @@ def test_worker_exits_when_its_parent_is_killed(tmp_path) -> None:
         _wait_for(
             lambda: LabelStore(tmp_path / "labels.sqlite").get_meta("render_worker") is not None
         )
-        assert not _gone(worker_pid)
+        assert not gone(worker_pid)
         parent.send_signal(signal.SIGKILL)  # no cleanup, no atexit: only the worker can notice
         parent.wait()
-        _wait_for(lambda: _gone(worker_pid), timeout=10.0)
+        _wait_for(lambda: gone(worker_pid), timeout=10.0)
     finally:
         parent.kill()
         parent.wait()
-        if not _gone(worker_pid):
+        if not gone(worker_pid):
             os.kill(worker_pid, signal.SIGKILL)
 
 

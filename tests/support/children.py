@@ -1,4 +1,5 @@
-"""A Python child process to SIGKILL mid-way, and the acknowledgements it printed before it died."""
+"""Child processes in tests: a Python child to SIGKILL mid-way (and the acknowledgements it printed
+before it died), and whether a process is gone."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 
 def spawn(code: str, *args: str) -> subprocess.Popen[str]:
@@ -43,3 +45,12 @@ def kill_after_acks(code: str, *args: str, acks: int) -> tuple[subprocess.Popen[
     finally:
         kill(child)
     return child, acked
+
+
+def gone(pid: int) -> bool:
+    """The process no longer runs (absent, or a zombie nobody has reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
