@@ -21,6 +21,7 @@ from rlhf.config import Config, ConfigError, flag
 from rlhf.core.types import Segment
 from rlhf.store import RATING, LabelStore
 from rlhf.store.meta import ENV_ID_META, LABELS_FROM_META
+from rlhf.store.records import insert_segment
 
 IMPORT_SOURCE = "import"
 
@@ -97,7 +98,7 @@ def seed_labels(store: LabelStore, path: Path, env_id: str, levels: int | None =
 
     def segment(con: sqlite3.Connection, old: int) -> int:
         if old not in new_segment:
-            new_segment[old] = store._insert_segment(con, segments[old])
+            new_segment[old] = insert_segment(con, segments[old])
         return new_segment[old]
 
     with store._tx() as con:  # one transaction: all of them or none

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from typing import Any
 
@@ -19,8 +18,8 @@ from rlhf.store.records import (
     VIDEO_RENDERING,
     PairRecord,
     StoreCounts,
+    insert_segment,
     is_row_id,
-    pack_segment,
     pair_record,
     unpack_segment,
 )
@@ -60,7 +59,7 @@ class LabelStore(RatingWriter, OpinionStore, PolicyStore):
         ids: list[int] = []
         with self._tx() as con:
             for pair, flip in zip(pairs, swapped, strict=True):
-                seg_ids = [self._insert_segment(con, s) for s in (pair.left, pair.right)]
+                seg_ids = [insert_segment(con, s) for s in (pair.left, pair.right)]
                 cur = con.execute(
                     "INSERT INTO pairs(left_segment, right_segment, swapped, iteration, created_at)"
                     " VALUES(?, ?, ?, ?, ?)",
@@ -79,7 +78,7 @@ class LabelStore(RatingWriter, OpinionStore, PolicyStore):
         ids: list[int] = []
         with self._tx() as con:
             for pair, answer in zip(pairs, answers, strict=True):
-                seg_ids = [self._insert_segment(con, s) for s in (pair.left, pair.right)]
+                seg_ids = [insert_segment(con, s) for s in (pair.left, pair.right)]
                 cur = con.execute(
                     "INSERT INTO pairs(left_segment, right_segment, iteration, created_at,"
                     " video_status) VALUES(?, ?, ?, ?, 'none')",
@@ -92,21 +91,6 @@ class LabelStore(RatingWriter, OpinionStore, PolicyStore):
                 )
                 ids.append(pair_id)
         return ids
-
-    @staticmethod
-    def _insert_segment(con: sqlite3.Connection, segment: Segment) -> int:
-        cur = con.execute(
-            "INSERT INTO segments(env_id, start_step, length, true_return, arrays)"
-            " VALUES(?, ?, ?, ?, ?)",
-            (
-                segment.env_id,
-                segment.start_step,
-                len(segment),
-                segment.true_return,
-                pack_segment(segment),
-            ),
-        )
-        return int(cur.lastrowid)
 
     def get_segment(self, segment_id: int) -> Segment:
         row = (

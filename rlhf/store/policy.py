@@ -19,7 +19,7 @@ from rlhf.store.records import (
     VIDEO_PENDING,
     VIDEO_READY,
     VIDEO_RENDERING,
-    pack_segment,
+    insert_segment,
 )
 
 MAX_CURVE_POINTS = 400
@@ -64,21 +64,10 @@ class PolicyStore(StoreConnections):
 
     def add_policy_clip(self, segment: Segment, iteration: int, env_step: int) -> int:
         with self._tx() as con:
-            seg = con.execute(
-                "INSERT INTO segments(env_id, start_step, length, true_return, arrays)"
-                " VALUES(?, ?, ?, ?, ?)",
-                (
-                    segment.env_id,
-                    segment.start_step,
-                    len(segment),
-                    segment.true_return,
-                    pack_segment(segment),
-                ),
-            )
             cur = con.execute(
                 "INSERT INTO policy_clips(segment_id, iteration, env_step, created_at)"
                 " VALUES(?, ?, ?, ?)",
-                (int(seg.lastrowid), iteration, env_step, time.time()),
+                (insert_segment(con, segment), iteration, env_step, time.time()),
             )
             return int(cur.lastrowid)
 

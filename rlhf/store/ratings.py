@@ -19,6 +19,7 @@ from rlhf.store.records import (
     VIDEO_READY,
     LabelRecord,
     RatingRecord,
+    insert_segment,
     is_row_id,
     label_record,
     rating_record,
@@ -64,7 +65,7 @@ class RatingWriter(LabelWriter):
     def _insert_query(
         self, con: sqlite3.Connection, segment: Segment, iteration: int, now: float, video: str
     ) -> int:
-        seg_id = self._insert_segment(con, segment)  # type: ignore[attr-defined]
+        seg_id = insert_segment(con, segment)
         cur = con.execute(
             "INSERT INTO pairs(left_segment, right_segment, iteration, created_at, video_status,"
             " kind) VALUES(?, ?, ?, ?, ?, ?)",

@@ -106,6 +106,22 @@ def pack_segment(segment: Segment) -> bytes:
     return buf.getvalue()
 
 
+def insert_segment(con: sqlite3.Connection, segment: Segment) -> int:
+    """Store a segment (a row of ``segments``, arrays packed) in ``con``'s transaction; its id."""
+    cur = con.execute(
+        "INSERT INTO segments(env_id, start_step, length, true_return, arrays)"
+        " VALUES(?, ?, ?, ?, ?)",
+        (
+            segment.env_id,
+            segment.start_step,
+            len(segment),
+            segment.true_return,
+            pack_segment(segment),
+        ),
+    )
+    return int(cur.lastrowid)
+
+
 def unpack_segment(env_id: str, start_step: int, blob: bytes) -> Segment:
     with np.load(io.BytesIO(blob)) as data:
         arrays = {k: data[k] for k in data.files}
