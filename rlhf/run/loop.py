@@ -3,12 +3,17 @@
 Each PPO iteration (:func:`train`):
 
 1. collect a rollout with the current policy;
-2. with a learned reward (:func:`learned_rewards`): cut the rollout into segments for the pool,
-   ask the schedule how many queries are due, select the pairs the ensemble disagrees on most,
-   hand them to the feedback source, read the labels from the store, retrain the ensemble when
-   the labels grew, and score the rollout with it;
+2. with a learned reward (:func:`preference_round`): cut the rollout into segments for the pool
+   (:func:`add_segments`), ask the schedule how many queries are due (:func:`queries_due`),
+   select the pairs the ensemble disagrees on most (:func:`select_queries`), hand them to the
+   feedback source (:func:`request_feedback`), read the labels from the store and retrain the
+   ensemble when they grew (:func:`fit_reward`); then score the rollout with it
+   (:func:`score_rollout`);
 3. update PPO on those rewards (it never learns where they come from);
 4. log, and write a checkpoint when one is due.
+
+:func:`train` and :func:`preference_round` hold the run's parts (:class:`~rlhf.run.trainer.Trainer`);
+each stage they call is a verb on the parts it uses.
 
 This is the only module that knows both the agent and the reward learner. A run's parts, and
 saving and restoring them, are :mod:`rlhf.run.trainer`; a run's life around the loop (start or
@@ -22,17 +27,23 @@ import time
 import numpy as np
 
 from rlhf.agent.collector import PolicyRollout
+from rlhf.config import QueryConfig
 from rlhf.core.status import Phase
 from rlhf.core.types import Pair, RolloutBatch, Segment
 from rlhf.data.seed_labels import imported_pairs
-from rlhf.queries.segments import cut_segments
-from rlhf.queries.select import select_clips, select_pairs
+from rlhf.feedback.sources import FeedbackSource
+from rlhf.queries.segments import SegmentPool, cut_segments
+from rlhf.queries.select import QuerySchedule, select_clips, select_pairs
+from rlhf.reward.learner import RewardLearner
+from rlhf.reward.train import TrainStats
 from rlhf.run import agent_view as view
-from rlhf.run.pacing import retire_stale_pairs, wait_for_schedule
+from rlhf.run.logger import Logger
+from rlhf.run.pacing import retire_stale_pairs
 from rlhf.run.preferences import Preferences
 from rlhf.run.report import log_iteration, log_labels, log_ranking, log_reward_quality
-from rlhf.run.trainer import Trainer, publish, write_checkpoint
-from rlhf.run.waits import refuse_without_segments, wait_for_labels
+from rlhf.run.trainer import RewardFn, Trainer, publish, write_checkpoint
+from rlhf.run.waits import refuse_without_segments, wait_for_labels, wait_for_schedule
+from rlhf.store import LabelStore
 
 
 # -- the algorithm ------------------------------------------------------------------------------
@@ -45,11 +56,14 @@ def train(t: Trainer) -> None:
         if t.prefs is not None:
             rewards = learned_rewards(t, t.prefs, rollout, iteration)
         else:
-            rewards = fixed_rewards(t, rollout)
+            rewards = fixed_rewards(t.reward_fn, rollout.raw)
         # None: no label to learn from yet (a person has not answered); act, learn nothing.
         stats = None
         if rewards is not None:
-            stats = t.agent.learn(rollout, rewards, t.rngs["policy"], absorbing_reward(t))
+            reward = t.prefs.reward if t.prefs is not None else t.reward_fn
+            step = t.collector.global_step
+            absorbing = absorbing_reward(t.plan.absorbing, reward, t.logger, step)
+            stats = t.agent.learn(rollout, rewards, t.rngs["policy"], absorbing)
         record_iteration(t, rollout, stats)
         if t.clock.due(t.progress.iteration) and not t.stop.requested:
             write_checkpoint(t)
@@ -60,29 +74,11 @@ def learned_rewards(
 ) -> np.ndarray | None:
     """The preference stages of one iteration; returns the rollout's learned rewards (T, N)."""
     segments = preference_round(t, p, rollout, iteration)
-    rewards = score_rollout(t, p, rollout.raw, segments) if p.reward.trained else None
+    rewards = None
+    if p.reward.trained:
+        rewards = score_rollout(p.reward, rollout.raw, segments, t.logger, t.collector.global_step)
     show_agent(t, p, rollout, segments, iteration)
     return rewards
-
-
-def show_agent(
-    t: Trainer, p: Preferences, rollout: PolicyRollout, segments: list[Segment], iteration: int
-) -> None:
-    """The agent in view (:mod:`rlhf.run.agent_view`): the page's learning curve, a clip of the
-    policy every few iterations, and the clips drawn so far in TensorBoard."""
-    learned = segment_returns(p, segments) if p.reward.trained and segments else None
-    point = (rollout.episode_returns, learned, p.reward.val_accuracy)
-    t.clips_logged = view.show(
-        t.cfg, p.store, t.logger, iteration, t.collector.global_step, segments, point,
-        t.clips_logged,
-    )  # fmt: skip
-
-
-def segment_returns(p: Preferences, segments: list[Segment]) -> np.ndarray:
-    """Each segment's return under the learned reward."""
-    obs = np.concatenate([s.obs for s in segments])
-    learned = p.reward.score(obs, np.concatenate([s.actions for s in segments]))
-    return learned.reshape(len(segments), -1).sum(axis=1)
 
 
 def preference_round(
@@ -90,56 +86,97 @@ def preference_round(
 ) -> list[Segment]:
     """Cut the rollout's segments into the pool; with ``ask``, request the labels now due,
     then retrain the reward when the labels grew. Returns the segments cut."""
-    q, step, rng = t.cfg.query, t.collector.global_step, t.rngs
-    segments = cut_segments(rollout.raw, t.plan.segment_length, rng["segments"], t.plan.absorbing)
-    p.pool.add(segments)
+    cfg, q, step = t.cfg, t.cfg.query, t.collector.global_step
+    segments = add_segments(
+        p.pool, rollout.raw, t.plan.segment_length, t.plan.absorbing, t.rngs["segments"]
+    )
     t.longest_episode = max([t.longest_episode, *rollout.episode_lengths])
     refuse_without_segments(len(p.pool), iteration, t.plan.segment_length, t.longest_episode)
     if not ask:  # PEBBLE's pretraining: segments for the first queries, no query yet
         return segments
-    human = t.cfg.feedback == "human"
+    human = cfg.feedback == "human"
     if human and q.retire_after:
         retire_stale_pairs(p.store, t.logger, iteration - q.retire_after, step)
-    # The schedule counts what was answered (or still can be): retired pairs are asked for
-    # again, fresh. (Failed videos are not: a renderer that always fails would ask forever.)
-    due = p.schedule.due(step) - (t.progress.requested - p.store.counts().retired)
+    due = queries_due(p.schedule, p.store, t.progress.requested, step)
     if due > 0 and len(p.pool) >= 2:
-        request_queries(t, p, due, iteration)
+        n_clips = clips_due(due, cfg.feedback_kind, t.progress.requested)
+        model = p.reward if p.reward.trained else None  # no model yet: uniform queries
+        replayed = replayed_pairs(t, p, due - n_clips) if model is not None else []
+        n_pairs = due - n_clips - len(replayed)
+        pairs, clips = select_queries(p.pool, model, q, t.rngs["query"], n_pairs, n_clips)
+        asked = request_feedback(p.feedback, pairs + replayed, clips, cfg.feedback_kind, iteration)
+        t.progress.requested += asked
         t.logger.scalar("labels/requested", t.progress.requested, step)
-    if human and t.cfg.feedback_pace:
-        wait_for_schedule(
-            p, t.stop, t.logger, lambda msg, **kw: publish(t, Phase.WAITING, msg, **kw)
-        )
-    elif t.cfg.feedback_wait and not p.reward.trained:
-        wait_for_first_labels(t, p)
-    labelled, rated = p.labelled(), p.rated()
-    if p.reward.wants_fit(len(labelled) + len(rated)):
-        fit = p.reward.fit(labelled, rng["train"], rated)
+    board, say = t.status, t.logger.message
+    assert board is not None  # a learned-reward run has a store, and the page's status in it
+    if human and cfg.feedback_pace:
+        wait_for_schedule(p.reward.trained, p.store, p.feedback, t.stop, say, board)
+    elif cfg.feedback_wait and not p.reward.trained:
+        needed = first_labels_needed(t.progress.requested, p.schedule, p.store)
+        wait_for_labels(needed, p.store, p.feedback, t.stop, say, board)
+    fit = fit_reward(p, t.rngs["train"])
+    if fit is not None:
         t.logger.scalars({**fit.metrics(), "labels/used": p.reward.fitted_on}, step)
     log_labels(t.logger, p.store.counts(), step)
     return segments
 
 
-def request_queries(t: Trainer, p: Preferences, due: int, iteration: int) -> None:
-    """Request ``due`` queries: pairs to compare, clips to grade, or (both) one of each in turn,
-    so a person sees them mixed."""
-    q, rng = t.cfg.query, t.rngs["query"]
-    kind = t.cfg.feedback_kind
-    n_clips = {"pairs": 0, "ratings": due}.get(kind, (due + t.progress.requested % 2) // 2)
-    model = p.reward if p.reward.trained else None  # no model yet: uniform queries
-    replayed = replayed_pairs(t, p, due - n_clips) if model is not None else []
-    pairs = select_pairs(
-        p.pool.segments(), due - n_clips - len(replayed), q.selection, model, q.oversample, rng
-    )
-    pairs += replayed
-    clips = select_clips(p.pool.segments(), n_clips, q.selection, model, q.oversample, rng)
+# -- the stages, each a verb on the parts it uses -----------------------------------------------
+def add_segments(
+    pool: SegmentPool,
+    raw: RolloutBatch,
+    length: int,
+    absorbing: bool,
+    rng: np.random.Generator,
+) -> list[Segment]:
+    """Cut a rollout into segments at random places and add them to the pool; returns them."""
+    segments = cut_segments(raw, length, rng, absorbing)
+    pool.add(segments)
+    return segments
+
+
+def queries_due(schedule: QuerySchedule, store: LabelStore, requested: int, step: int) -> int:
+    """Queries the schedule wants asked now.
+
+    The schedule counts what was answered (or still can be): retired pairs are asked for again,
+    fresh. (Failed videos are not: a renderer that always fails would ask forever.)
+    """
+    return schedule.due(step) - (requested - store.counts().retired)
+
+
+def clips_due(due: int, kind: str, requested: int) -> int:
+    """Of ``due`` queries, the clips to grade: none (pairs), all (ratings), or (both) every
+    other query, so a person sees them mixed."""
+    return {"pairs": 0, "ratings": due}.get(kind, (due + requested % 2) // 2)
+
+
+def select_queries(
+    pool: SegmentPool,
+    ensemble: RewardLearner | None,
+    q: QueryConfig,
+    rng: np.random.Generator,
+    n_pairs: int,
+    n_clips: int,
+) -> tuple[list[Pair], list[Segment]]:
+    """The ``n_pairs`` pairs to compare and ``n_clips`` clips to grade that ``ensemble`` (None:
+    no model yet, uniform) knows least about, by ``--query.selection``."""
+    pairs = select_pairs(pool.segments(), n_pairs, q.selection, ensemble, q.oversample, rng)
+    clips = select_clips(pool.segments(), n_clips, q.selection, ensemble, q.oversample, rng)
+    return pairs, clips
+
+
+def request_feedback(
+    feedback: FeedbackSource, pairs: list[Pair], clips: list[Segment], kind: str, iteration: int
+) -> int:
+    """Hand the queries to the feedback source (with ``--feedback-kind both``, one pair and one
+    clip in turn, so a person sees them mixed); returns how many were asked."""
     step = 1 if kind == "both" else max(len(pairs), len(clips))
     for i in range(0, max(len(pairs), len(clips)), step):
         if pairs[i : i + step]:
-            p.feedback.request(pairs[i : i + step], iteration)
+            feedback.request(pairs[i : i + step], iteration)
         if clips[i : i + step]:
-            p.feedback.request_ratings(clips[i : i + step], iteration)
-    t.progress.requested += len(pairs) + len(clips)
+            feedback.request_ratings(clips[i : i + step], iteration)
+    return len(pairs) + len(clips)
 
 
 def replayed_pairs(t: Trainer, p: Preferences, n: int) -> list[Pair]:
@@ -163,55 +200,80 @@ def replayed_pairs(t: Trainer, p: Preferences, n: int) -> list[Pair]:
     return pairs
 
 
-def score_rollout(
-    t: Trainer, p: Preferences, raw: RolloutBatch, segments: list[Segment]
-) -> np.ndarray:
-    """The learned reward of every step of a rollout (T, N), logged against the true one."""
-    step = t.collector.global_step
-    steps, n, obs_dim = raw.obs.shape
-    rewards = p.reward.score(raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1))
-    log_reward_quality(t.logger, rewards, raw.true_rewards, raw.valid, step, raw.reward_parts)
-    if segments:  # how well the reward ranks what the policy does now
-        learned = segment_returns(p, segments)
-        log_ranking(t.logger, learned, [s.true_return for s in segments], step)
-    return rewards.reshape(steps, n)
-
-
-def absorbing_reward(t: Trainer) -> float | None:
-    """What a step after a termination is worth to PPO: the learned absorbing reward (None:
-    nothing, as with the env's own reward)."""
-    if not t.plan.absorbing:
-        return None
-    if t.prefs is None:  # a saved reward (--reward-model) knows its value; the env's has none
-        return getattr(t.reward_fn, "absorbing", None)
-    value = t.prefs.reward.absorbing_reward()
-    t.logger.scalar("reward/absorbing", value, t.collector.global_step)
-    return value
-
-
-def fixed_rewards(t: Trainer, rollout: PolicyRollout) -> np.ndarray:
-    """The env's own reward (the baseline), or a given reward function's."""
-    raw = rollout.raw
-    if t.reward_fn is None:
-        return raw.true_rewards
-    steps, n, obs_dim = raw.obs.shape
-    flat = t.reward_fn(raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1))
-    return np.asarray(flat, np.float32).reshape(steps, n)
-
-
-def wait_for_first_labels(t: Trainer, p: Preferences) -> None:
-    """``--feedback-wait``: hold PPO until the initial share of the requested labels is answered.
+def first_labels_needed(requested: int, schedule: QuerySchedule, store: LabelStore) -> int:
+    """``--feedback-wait``: the labels PPO waits for, the initial share of those requested.
 
     Every answer counts, skips included: a person who skips the first pairs must not leave the
     trainer waiting for pairs it will never ask for (with no usable label yet, PPO waits another
     iteration and the next pairs are requested then). Nothing requested yet: nothing to wait for.
     """
-    needed = min(t.progress.requested, p.schedule.due(0)) + imported_pairs(p.store)
+    return min(requested, schedule.due(0)) + imported_pairs(store)
 
-    def tell(message: str, missing: int) -> None:
-        publish(t, Phase.WAITING, message, labels_needed=missing)
 
-    wait_for_labels(needed, p.store, p.feedback, t.stop, t.logger.message, tell)
+def fit_reward(p: Preferences, rng: np.random.Generator, final: bool = False) -> TrainStats | None:
+    """Train the reward on every label in the store when they grew enough (``final``: at the
+    end of a run, on those that came in after the last round too); None: not trained now."""
+    labelled, rated = p.labelled(), p.rated()
+    if not p.reward.wants_fit(len(labelled) + len(rated), final=final):
+        return None
+    return p.reward.fit(labelled, rng, rated)
+
+
+def score_rollout(
+    reward: RewardLearner, raw: RolloutBatch, segments: list[Segment], logger: Logger, step: int
+) -> np.ndarray:
+    """The learned reward of every step of a rollout (T, N), logged against the true one."""
+    steps, n, obs_dim = raw.obs.shape
+    rewards = reward.score(raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1))
+    log_reward_quality(logger, rewards, raw.true_rewards, raw.valid, step, raw.reward_parts)
+    if segments:  # how well the reward ranks what the policy does now
+        learned = segment_returns(reward, segments)
+        log_ranking(logger, learned, [s.true_return for s in segments], step)
+    return rewards.reshape(steps, n)
+
+
+def segment_returns(reward: RewardLearner, segments: list[Segment]) -> np.ndarray:
+    """Each segment's return under the learned reward."""
+    obs = np.concatenate([s.obs for s in segments])
+    learned = reward.score(obs, np.concatenate([s.actions for s in segments]))
+    return learned.reshape(len(segments), -1).sum(axis=1)
+
+
+def absorbing_reward(
+    absorbing: bool, reward: RewardLearner | RewardFn | None, logger: Logger, step: int
+) -> float | None:
+    """What a step after a termination is worth to the agent: the learned absorbing reward
+    (None: nothing, as with the env's own reward, or a run without the absorbing state)."""
+    if not absorbing:
+        return None
+    if not isinstance(reward, RewardLearner):  # a saved reward (--reward-model) knows its value
+        return getattr(reward, "absorbing", None)
+    value = reward.absorbing_reward()
+    logger.scalar("reward/absorbing", value, step)
+    return value
+
+
+def fixed_rewards(reward_fn: RewardFn | None, raw: RolloutBatch) -> np.ndarray:
+    """The env's own reward (the baseline), or a given reward function's."""
+    if reward_fn is None:
+        return raw.true_rewards
+    steps, n, obs_dim = raw.obs.shape
+    flat = reward_fn(raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1))
+    return np.asarray(flat, np.float32).reshape(steps, n)
+
+
+# -- what the run shows and records -------------------------------------------------------------
+def show_agent(
+    t: Trainer, p: Preferences, rollout: PolicyRollout, segments: list[Segment], iteration: int
+) -> None:
+    """The agent in view (:mod:`rlhf.run.agent_view`): the page's learning curve, a clip of the
+    policy every few iterations, and the clips drawn so far in TensorBoard."""
+    learned = segment_returns(p.reward, segments) if p.reward.trained and segments else None
+    point = (rollout.episode_returns, learned, p.reward.val_accuracy)
+    t.clips_logged = view.show(
+        t.cfg, p.store, t.logger, iteration, t.collector.global_step, segments, point,
+        t.clips_logged,
+    )  # fmt: skip
 
 
 def record_iteration(t: Trainer, rollout: PolicyRollout, stats: object) -> None:
@@ -228,11 +290,3 @@ def record_iteration(t: Trainer, rollout: PolicyRollout, stats: object) -> None:
     publish(t, Phase.TRAINING, f"iteration {p.iteration} of {t.iterations}")
     ret = p.mean_return
     t.logger.progress(t.cfg.batch_size, ret=float("nan") if ret is None else ret, sps=int(sps))
-
-
-def final_reward_round(t: Trainer) -> None:
-    """Train the reward once more on every label, those that came in after the last round too."""
-    if t.prefs is not None:
-        labelled, rated = t.prefs.labelled(), t.prefs.rated()
-        if t.prefs.reward.wants_fit(len(labelled) + len(rated), final=True):
-            t.prefs.reward.fit(labelled, t.rngs["train"], rated)

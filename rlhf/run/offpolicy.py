@@ -80,7 +80,8 @@ def train_offpolicy(t: Trainer) -> None:
             if t.prefs.reward.fitted_on != fitted:
                 set_reward_source(t)  # a refitted reward reaches the whole buffer
             if t.prefs.reward.trained:  # how the reward does on what SAC does now
-                score_rollout(t, t.prefs, rollout.raw, segments)
+                step = t.collector.global_step
+                score_rollout(t.prefs.reward, rollout.raw, segments, t.logger, step)
             show_agent(t, t.prefs, rollout, segments, iteration)
         record_iteration(t, rollout, stepper.stats)
         if t.clock.due(t.progress.iteration) and not t.stop.requested:
@@ -119,5 +120,6 @@ def set_reward_source(t: Trainer) -> None:
         buffer.set_reward_fn(None)  # no label yet: act, learn nothing
         return
     buffer.set_reward_fn(prefs.reward.score)
-    value = absorbing_reward(t)  # None unless the run pads terminations with the absorbing state
+    # None unless the run pads terminations with the absorbing state
+    value = absorbing_reward(t.plan.absorbing, prefs.reward, t.logger, t.collector.global_step)
     agent.terminal_value = 0.0 if value is None else value / (1.0 - t.cfg.sac.gamma)

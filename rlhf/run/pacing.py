@@ -1,5 +1,5 @@
 """Keeping PPO level with a person: fresh pairs only, and (``--feedback-pace``) a pause while the
-labeller is behind the label schedule.
+labeller is behind the label schedule (that wait is :func:`rlhf.run.waits.wait_for_schedule`).
 
 Pairs asked for long ago judge a policy that no longer exists: after ``--query.retire-after``
 iterations unanswered they are no longer shown, and the schedule (which counts what was answered
@@ -10,12 +10,7 @@ has not seen the labels of the schedule.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from rlhf.run.lifecycle import StopSignals
 from rlhf.run.logger import Logger
-from rlhf.run.preferences import Preferences
-from rlhf.run.waits import wait_for_answers
 from rlhf.store import LabelStore
 
 
@@ -30,23 +25,3 @@ def retire_stale_pairs(store: LabelStore, logger: Logger, before: int, step: int
         )
         logger.scalar("labels/retired", total, step)
     return retired
-
-
-def wait_for_schedule(
-    p: Preferences, stop: StopSignals, logger: Logger, publish: Callable[..., None]
-) -> None:
-    """Hold PPO until every pair asked so far is answered (nothing asked: no wait).
-
-    ``publish(message, labels_needed=N, labels_target=T)`` tells the page: N more labels, i.e.
-    T labels in the store when the wait ends (the page counts down from its live count).
-    """
-    why = (
-        "before the agent starts learning"
-        if not p.reward.trained
-        else "before the agent goes on (paused while the labeller catches up with the schedule)"
-    )
-
-    def tell(message: str, missing: int, target: int) -> None:
-        publish(message, labels_needed=missing, labels_target=target)
-
-    wait_for_answers(p.store, p.feedback, stop, logger.message, tell, why)

@@ -1,4 +1,5 @@
-"""What the loop reports: TensorBoard scalars of each stage, and the status the page shows.
+"""What the loop reports: TensorBoard scalars of each stage, and the status the page shows
+(:class:`StatusBoard`, the one way a stage or a wait tells the page).
 
 Keys follow CleanRL (``charts/``, ``losses/``) plus ``reward/`` and ``labels/`` for the
 preference side. ``charts/episodic_return`` is always the *true* env return, whatever PPO
@@ -8,7 +9,8 @@ trains on.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,9 +18,11 @@ from rlhf.agent.collector import PolicyRollout
 from rlhf.agent.ppo import UpdateStats
 from rlhf.config import Config
 from rlhf.core.status import Phase, TrainerStatus
+from rlhf.reward.learner import RewardLearner
 from rlhf.run.lifecycle import Progress
 from rlhf.run.logger import Logger
-from rlhf.store import StoreCounts
+from rlhf.store import LabelStore, StoreCounts
+from rlhf.store.meta import STATUS_META
 
 
 def log_iteration(
@@ -131,3 +135,31 @@ def trainer_status(
         resume_command=resume_command,
         updated_at=time.time(),
     )
+
+
+@dataclass
+class StatusBoard:
+    """The trainer status where the labelling page reads it (the store's meta): runs with a
+    store only. Every stage and every wait tells the page through :meth:`publish` or
+    :meth:`waiting`, directly."""
+
+    store: LabelStore
+    cfg: Config
+    progress: Progress
+    reward: RewardLearner
+    """Its ``fitted_on``: the labels the reward was last trained on."""
+    eta_seconds: Callable[[], float | None]
+    """Wall time left at this session's pace (None before its first step)."""
+
+    def publish(self, phase: Phase, message: str, **extra: object) -> None:
+        extra.setdefault("eta_seconds", self.eta_seconds())
+        labels_used = self.reward.fitted_on
+        status = trainer_status(self.cfg, self.progress, labels_used, phase, message, **extra)  # type: ignore[arg-type]
+        self.store.set_meta(STATUS_META, status.to_json())
+
+    def waiting(self, message: str, labels_needed: int, labels_target: int | None = None) -> None:
+        """Waiting for labels: ``labels_needed`` more, i.e. ``labels_target`` in the store when
+        the wait ends (the page counts down from its live count)."""
+        self.publish(
+            Phase.WAITING, message, labels_needed=labels_needed, labels_target=labels_target
+        )

@@ -32,7 +32,7 @@ from rlhf.run import agent_view as view
 from rlhf.run.checkpoint import CheckpointError, load_checkpoint
 from rlhf.run.lifecycle import Progress, RunInterrupted, StopSignals, Summary, write_json_atomic
 from rlhf.run.logger import Logger
-from rlhf.run.loop import final_reward_round, train
+from rlhf.run.loop import fit_reward, train
 from rlhf.run.offpolicy import train_offpolicy
 from rlhf.run.preflight import preflight
 from rlhf.run.run_dir import (
@@ -155,7 +155,8 @@ def _finish(t: Trainer, phase: Phase, error: str | None = None, checkpoint: bool
         publish(t, phase, "training has finished", resume_command=longer)
         close(t.cfg.web.finish_grace)
         log_last_clips(t)  # those drawn while the source closed
-        final_reward_round(t)  # includes the answers that arrived during the grace period
+        if t.prefs is not None:  # every label, those that arrived during the grace period too
+            fit_reward(t.prefs, t.rngs["train"], final=True)
     elif phase is Phase.INTERRUPTED:
         if checkpoint:
             write_checkpoint(t)

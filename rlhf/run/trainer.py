@@ -33,9 +33,8 @@ from rlhf.run.lifecycle import CheckpointClock, Progress, StopSignals
 from rlhf.run.logger import Logger
 from rlhf.run.preferences import Preferences, open_preferences
 from rlhf.run.preflight import RunPlan
-from rlhf.run.report import trainer_status
+from rlhf.run.report import StatusBoard
 from rlhf.run.run_dir import RunDir
-from rlhf.store.meta import STATUS_META
 
 RewardFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(raw obs (B, obs_dim), applied actions (B, act_dim)) -> rewards (B,)."""
@@ -72,6 +71,8 @@ class Trainer:
     """Rolls out replayed pairs (``--query.replay-share``); None when not asked for."""
     clips_logged: int = 0
     """The newest policy clip put in TensorBoard (see :mod:`rlhf.run.agent_view`)."""
+    status: StatusBoard | None = None
+    """The page's status, in the store (runs with a store only)."""
 
     @property
     def iterations(self) -> int:
@@ -83,24 +84,20 @@ class Trainer:
         """Wall time spent training over every session of the run, this one included."""
         return self.progress.train_seconds + time.monotonic() - self.started
 
+    def eta_seconds(self) -> float | None:
+        """Wall time left at this session's pace so far (waits for labels included); None
+        before the first step of the session."""
+        done = self.collector.global_step - self.start_step
+        if done <= 0:
+            return None
+        left = max(self.cfg.total_timesteps - self.collector.global_step, 0)
+        return (time.monotonic() - self.started) / done * left
+
 
 def publish(t: Trainer, phase: Phase, message: str, **extra: object) -> None:
     """Write the trainer status where the labelling page reads it (runs with a store only)."""
-    if t.prefs is not None:
-        labels_used = t.prefs.reward.fitted_on
-        extra.setdefault("eta_seconds", eta_seconds(t))
-        status = trainer_status(t.cfg, t.progress, labels_used, phase, message, **extra)  # type: ignore[arg-type]
-        t.prefs.store.set_meta(STATUS_META, status.to_json())
-
-
-def eta_seconds(t: Trainer) -> float | None:
-    """Wall time left at this session's pace so far (waits for labels included); None before
-    the first step of the session."""
-    done = t.collector.global_step - t.start_step
-    if done <= 0:
-        return None
-    left = max(t.cfg.total_timesteps - t.collector.global_step, 0)
-    return (time.monotonic() - t.started) / done * left
+    if t.status is not None:
+        t.status.publish(phase, message, **extra)
 
 
 def build_trainer(
@@ -166,6 +163,7 @@ def build_trainer(
             buffer.set_reward_fn(ENV_REWARD if reward_fn is None else reward_fn)
         return t
     t.prefs = open_preferences(cfg, run_dir, plan, device, rngs["feedback"], logger.message)
+    t.status = StatusBoard(t.prefs.store, cfg, progress, t.prefs.reward, t.eta_seconds)
     if cfg.query.replay_share:
         kwargs = cfg.env_kwargs_dict()
         t.replayer = Replayer(lambda: make_env(cfg.env_id, kwargs))

@@ -1,8 +1,9 @@
 """What the loop waits for, said aloud; and what it will never get, refused in one line.
 
-Every wait says on the terminal and on the labelling page what it waits for and why, and ends
-with an error as soon as what it waits for can never come. Nothing here knows PPO or the reward
-model: the loop passes in the store, the feedback source and how to tell people.
+Every wait says on the terminal (``say``) and on the labelling page (``status``, straight to the
+store) what it waits for and why, and ends with an error as soon as what it waits for can never
+come. Nothing here knows PPO or the reward model: the loop passes in the store, the feedback
+source, the stop signals and how to tell people.
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ from collections.abc import Callable
 from rlhf.config import flag
 from rlhf.feedback.sources import FeedbackSource
 from rlhf.run.lifecycle import RunError, StopSignals
+from rlhf.run.report import StatusBoard
 from rlhf.store import LabelStore
 
 NO_SEGMENT_ITERATIONS = 10
 """Iterations without a single segment after which a run is refused."""
-
-Publish = Callable[[str, int], None]
-"""Tell the page: (message, labels still needed)."""
 
 
 def wait_for_labels(
@@ -28,9 +27,9 @@ def wait_for_labels(
     feedback: FeedbackSource,
     stop: StopSignals,
     say: Callable[[str], None],
-    publish: Publish,
+    status: StatusBoard,
 ) -> None:
-    """Block until ``needed`` labels (skips included) are in the store, or a stop is asked.
+    """``--feedback-wait``: block until ``needed`` labels (skips included) are in the store, or a stop is asked.
 
     Raises:
         RunError: the labels can never come (e.g. no video can be rendered).
@@ -41,7 +40,7 @@ def wait_for_labels(
         if problem is not None:
             raise RunError(f"waiting for labels that cannot come: {problem}")
         message = f"waiting for {missing} more labels before the agent starts learning"
-        publish(f"{message} ({feedback.waiting_note()})", missing)
+        status.waiting(f"{message} ({feedback.waiting_note()})", missing)
         if missing != shown:
             say(f"{message}: {feedback.waiting_note()}")
             shown = missing
@@ -72,30 +71,36 @@ SAY_EVERY_S = 30.0
 """While a wait goes on, the terminal hears of it again this often (the page every half second)."""
 
 
-def wait_for_answers(
+def wait_for_schedule(
+    trained: bool,
     store: LabelStore,
     feedback: FeedbackSource,
     stop: StopSignals,
     say: Callable[[str], None],
-    publish: Callable[[str, int, int], None],
-    why: str,
+    status: StatusBoard,
 ) -> None:
-    """Block until every pair asked for is answered, retired or failed, or a stop is asked.
+    """``--feedback-pace``: block until every pair asked for is answered, retired or failed, or a
+    stop is asked (nothing asked: no wait), so PPO waits while the labeller is behind the schedule
+    (before its first update, with no ``trained`` reward yet, it waits to start learning).
 
-    ``--feedback-pace``: PPO waits while the labeller is behind the schedule. The terminal hears
-    when the wait starts and then every :data:`SAY_EVERY_S` seconds; the page each poll, through
-    ``publish(message, labels still needed, labels in the store when the wait ends)``.
+    The terminal hears when the wait starts and then every :data:`SAY_EVERY_S` seconds; the page
+    each poll: the labels still needed, and the labels in the store when the wait ends.
 
     Raises:
         RunError: the labels can never come (e.g. no video can be rendered).
     """
+    why = (
+        "before the agent starts learning"
+        if not trained
+        else "before the agent goes on (paused while the labeller catches up with the schedule)"
+    )
     said_at = None
     while (live := store.counts().live) > 0 and not stop.requested:
         problem = feedback.problem()
         if problem is not None:
             raise RunError(f"waiting for labels that cannot come: {problem}")
         message = f"waiting for {live} more labels {why}"
-        publish(f"{message} ({feedback.waiting_note()})", live, store.label_count() + live)
+        status.waiting(f"{message} ({feedback.waiting_note()})", live, store.label_count() + live)
         now = time.monotonic()
         if said_at is None or now - said_at >= SAY_EVERY_S:
             say(f"{message}: {feedback.waiting_note()}")
