@@ -14,8 +14,9 @@ import torch
 from flask import Flask
 from flask.testing import FlaskClient
 
-from rlhf.core.types import Pair, Segment
+from rlhf.core.types import Pair
 from rlhf.store import VIDEO_READY, LabelStore
+from tests.support.segments import random_segment
 
 torch.set_num_threads(1)
 
@@ -44,23 +45,12 @@ def rng(learning_seed: Callable[[int], int]) -> np.random.Generator:
 
 
 # -- web fixtures (labelling server) ---------------------------------------------------------------
-def _tiny_segment(rng: np.random.Generator, length: int = 4) -> Segment:
-    return Segment(
-        obs=rng.normal(size=(length, 3)).astype(np.float32),
-        actions=rng.uniform(-1, 1, size=(length, 2)).astype(np.float32),
-        true_rewards=rng.normal(size=length).astype(np.float32),
-        qpos=rng.normal(size=(length, 2)),
-        qvel=rng.normal(size=(length, 2)),
-        env_id="HalfCheetah-v5",
-    )
-
-
 @pytest.fixture
 def add_pairs(rng: np.random.Generator) -> Callable[[LabelStore, int], list[int]]:
     """Factory: store ``n`` tiny pairs (4 steps, 3-d obs) in a store; returns their ids."""
 
     def add(store: LabelStore, n: int) -> list[int]:
-        return store.add_pairs([Pair(_tiny_segment(rng), _tiny_segment(rng)) for _ in range(n)])
+        return store.add_pairs([Pair(random_segment(rng), random_segment(rng)) for _ in range(n)])
 
     return add
 

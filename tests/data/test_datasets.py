@@ -26,6 +26,7 @@ from rlhf.reward.learner import RewardLearner
 from rlhf.run.runner import run
 from rlhf.store import LabelStore
 from tests.support.helpers import tiny_config
+from tests.support.segments import first_coordinate_segment, random_segment
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -130,19 +131,9 @@ def _labelled_store(path: Path, pairs: int, seed: int = 0) -> None:
     """Random 10-step segments whose true reward is the first observation coordinate, each pair
     labelled by the true returns (an ideal teacher)."""
     rng = np.random.default_rng(seed)
-
-    def segment() -> Segment:
-        obs = rng.normal(size=(10, 3)).astype(np.float32) + rng.normal()
-        return Segment(
-            obs=obs,
-            actions=rng.uniform(-1, 1, (10, 1)).astype(np.float32),
-            true_rewards=obs[:, 0].copy(),
-            qpos=np.zeros((10, 0)),
-            qvel=np.zeros((10, 0)),
-            env_id="toy",
-        )
-
-    made = [Pair(segment(), segment()) for _ in range(pairs)]
+    made = [
+        Pair(first_coordinate_segment(rng), first_coordinate_segment(rng)) for _ in range(pairs)
+    ]
     answers = [
         Answer.LEFT if p.left.true_return > p.right.true_return else Answer.RIGHT for p in made
     ]
@@ -325,17 +316,7 @@ def _rated_store(path: Path) -> list[Pair]:
     pairs = _physics_store(path)
     rng = np.random.default_rng(4)
     clips = [
-        Segment(
-            obs=rng.normal(size=(8, 4)).astype(np.float32),
-            actions=rng.uniform(-1, 1, (8, 2)).astype(np.float32),
-            true_rewards=rng.normal(size=8).astype(np.float32),
-            qpos=rng.normal(size=(8, 2)),
-            qvel=rng.normal(size=(8, 3)),
-            env_id="HalfCheetah-v5",
-            start_step=7 * i,
-            absorbing=i % 2,
-        )
-        for i in range(6)
+        random_segment(rng, 8, obs_dim=4, nv=3, start_step=7 * i, absorbing=i % 2) for i in range(6)
     ]
     store = LabelStore(path / "labels.sqlite")
     store.set_meta("rating_scale", SCALE)
@@ -425,19 +406,7 @@ def _graded_store(path: Path, clips: int, levels: int = 4, seed: int = 5) -> Non
     """Random 10-step clips whose true reward is the first observation coordinate, graded by
     the quantile of their true return (an ideal teacher on a ``levels`` scale)."""
     rng = np.random.default_rng(seed)
-    made = []
-    for _ in range(clips):
-        obs = rng.normal(size=(10, 3)).astype(np.float32) + rng.normal()
-        made.append(
-            Segment(
-                obs=obs,
-                actions=rng.uniform(-1, 1, (10, 1)).astype(np.float32),
-                true_rewards=obs[:, 0].copy(),
-                qpos=np.zeros((10, 0)),
-                qvel=np.zeros((10, 0)),
-                env_id="toy",
-            )
-        )
+    made = [first_coordinate_segment(rng) for _ in range(clips)]
     returns = np.array([s.true_return for s in made])
     edges = np.quantile(returns, np.linspace(0, 1, levels + 1)[1:-1])
     grades = [int(g) for g in np.searchsorted(edges, returns)]

@@ -10,11 +10,12 @@ import torch
 
 from rlhf.cli import main
 from rlhf.config import ConfigError, RewardConfig
-from rlhf.core.types import Answer, Pair, Segment
+from rlhf.core.types import Answer, Pair
 from rlhf.data.datasets import export_run
 from rlhf.data.stream import LabelStream, batches
 from rlhf.reward.fit import fit_lazy
 from rlhf.store import LabelStore
+from tests.support.segments import first_coordinate_segment
 
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("minari")
@@ -25,18 +26,8 @@ def _toy_dataset(root: Path, pairs: int, skips: int = 0, row_group_size: int = 4
     by the true returns (the first ``skips`` pairs skipped), exported as a dataset."""
     rng = np.random.default_rng(0)
 
-    def segment() -> Segment:
-        obs = rng.normal(size=(10, 3)).astype(np.float32) + rng.normal()
-        return Segment(
-            obs=obs,
-            actions=rng.uniform(-1, 1, (10, 1)).astype(np.float32),
-            true_rewards=obs[:, 0].copy(),
-            qpos=rng.normal(size=(10, 2)),
-            qvel=rng.normal(size=(10, 2)),
-            env_id="toy",
-        )
-
-    made = [Pair(segment(), segment()) for _ in range(pairs)]
+    segments = [first_coordinate_segment(rng, physics_dim=2) for _ in range(2 * pairs)]
+    made = [Pair(segments[2 * i], segments[2 * i + 1]) for i in range(pairs)]
     answers = [
         Answer.LEFT if p.left.true_return > p.right.true_return else Answer.RIGHT for p in made
     ]

@@ -18,12 +18,12 @@ from rlhf.config import Config, PPOConfig, QueryConfig, VideoConfig, WebConfig
 from rlhf.core.types import Answer, Pair
 from rlhf.run.runner import run
 from rlhf.store import VIDEO_READY, LabelStore
-from tests.conftest import _tiny_segment
 from tests.support.labelling import mark_ready
+from tests.support.segments import random_segment
 
 
 def _pairs(n: int, rng: np.random.Generator) -> list[Pair]:
-    return [Pair(_tiny_segment(rng), _tiny_segment(rng)) for _ in range(n)]
+    return [Pair(random_segment(rng), random_segment(rng)) for _ in range(n)]
 
 
 @pytest.fixture

@@ -22,9 +22,10 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from rlhf.core.types import Pair, Segment
+from rlhf.core.types import Pair
 from rlhf.store import VIDEO_READY, LabelStore
 from tests.server.wire import TRAVERSALS
+from tests.support.segments import random_segment
 
 DEEP_EXAMPLES = int(os.environ.get("RLHF_FUZZ_EXAMPLES", "0") or 0)
 ANSWERS = ("left", "right", "equal", "skip")
@@ -226,19 +227,11 @@ def make_run(root: Path, ready: int, pending: int = 2) -> TightStore:
     """A run directory whose store has ``ready`` pairs with videos, then ``pending`` without."""
     rng = np.random.default_rng(0)
 
-    def segment() -> Segment:
-        return Segment(
-            obs=rng.normal(size=(4, 3)).astype(np.float32),
-            actions=rng.uniform(-1, 1, (4, 2)).astype(np.float32),
-            true_rewards=rng.normal(size=4).astype(np.float32),
-            qpos=rng.normal(size=(4, 2)),
-            qvel=rng.normal(size=(4, 2)),
-            env_id="HalfCheetah-v5",
-        )
-
     store = TightStore(root / "labels.sqlite")
     (root / "videos").mkdir(exist_ok=True)
-    pair_ids = store.add_pairs([Pair(segment(), segment()) for _ in range(ready + pending)])
+    pair_ids = store.add_pairs(
+        [Pair(random_segment(rng), random_segment(rng)) for _ in range(ready + pending)]
+    )
     for pair_id in pair_ids[:ready]:
         video = root / "videos" / f"{pair_id}.mp4"
         video.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(64))
