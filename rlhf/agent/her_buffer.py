@@ -14,7 +14,7 @@ Tianshou's ``HERReplayBuffer`` behaviour on top:
   ``future_k / (future_k + 1)`` a row's desired goal becomes the goal achieved after a step
   drawn uniformly from the rest of its episode (itself included), written into the desired-goal
   slice of both ``obs`` and ``next_obs``; so at most ``future_k`` relabelled transitions per
-  original one, as in :class:`rlhf.agent.her.HERReplayBuffer`.
+  original one.
 
 Every minibatch is scored when it is sampled, whatever the reward source: the env's reward is
 the env's own ``compute_reward(achieved goal after the step, desired goal)``, a learned (or
@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from rlhf.agent.her import GoalRewardFn
 from rlhf.agent.replay import ENV_REWARD, ReplayBuffer, RewardFn, Transitions
+from rlhf.envs.goals import GoalRewardFn
 
 if TYPE_CHECKING:
     from rlhf.agent.collector import StepRecord

@@ -62,6 +62,16 @@ MUJOCO_FOR_FETCH = (3, 4)
 """The first mujoco release (major, minor) Fetch is refused on: the goals extra's bound."""
 
 
+def goal_env_problem(env_id: str) -> str | None:
+    """Why ``env_id`` cannot be made here, in one line (the goals extra is missing, or mujoco is
+    too new for it), or None when it can."""
+    try:
+        version("gymnasium-robotics")
+    except PackageNotFoundError:
+        return goals_extra_missing(env_id)
+    return mujoco_problem(env_id, mujoco_release())
+
+
 def mujoco_release() -> tuple[int, int]:
     """The installed mujoco's (major, minor)."""
     import mujoco
@@ -131,7 +141,11 @@ class FlatGoalObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArg
         return obs, reward, terminated, truncated, _with_success(info)
 
 
-def goal_reward_fn(env: gym.Env) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+GoalRewardFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""(achieved goals (B, g), desired goals (B, g)) -> rewards (B,)."""
+
+
+def goal_reward_fn(env: gym.Env) -> GoalRewardFn | None:
     """The env's own reward of (achieved goals (B, g), desired goals (B, g)), from the
     unwrapped env's ``compute_reward`` (None: it has none). Hindsight relabelling scores
     relabelled goals with it exactly as the env would have."""

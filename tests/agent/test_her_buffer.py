@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from rlhf.agent.collector import StepRecord
 from rlhf.agent.her_buffer import HindsightReplayBuffer
 from rlhf.agent.replay import ENV_REWARD, ReplayBuffer
+from rlhf.envs import make_env
+from rlhf.envs.goals import goal_env_problem, goal_reward_fn
 
 OBS_DIM = 3 + 2 + 2  # observation (episode, step, env), achieved goal, desired goal
 LENGTH = {}  # episode id -> its length, filled by _drive
@@ -112,6 +114,66 @@ def test_future_k_sets_the_share_of_relabelled_transitions_and_rewards_follow_it
     assert abs(relabelled.mean() - 0.8) < 0.02  # k / (k + 1)
     # A relabelled goal reached on the step itself (the last step's next goal) earns 0.
     assert (batch.rewards[relabelled] == 0).any() and (batch.rewards[~relabelled] == -1).all()
+
+
+@pytest.mark.parametrize("future_k", [1.0, 4.0, 8.0])
+def test_future_k_bounds_the_relabelled_share_and_a_last_step_reaches_its_goal(
+    future_k: float,
+) -> None:
+    buf = _buffer(500, 1, future_k)
+    ended = _drive(buf, [[50]], 520)  # 10 episodes of 50 steps, each then a reset step
+    batch = buf.sample(20_000, np.random.default_rng(0))
+    relabelled = _check_relabelling(batch, ended)
+    share, bound = relabelled.mean(), future_k / (future_k + 1)
+    assert abs(share - bound) < 0.01, (share, bound)
+    assert share / (1 - share) <= future_k * 1.05  # at most future_k per original transition
+    last = relabelled & (buf.steps_left[batch.indices] == 0)  # its only future goal: its own
+    assert last.any() and (batch.rewards[last] == 0).all()
+
+
+@pytest.mark.parametrize("env_id", ["PointMaze_UMaze-v3", "FetchReach-v4"])
+def test_a_robotics_episode_is_relabelled_and_scored_by_the_envs_own_reward(env_id: str) -> None:
+    """On gymnasium-robotics' envs as ``rlhf train`` makes them (skipped without the goals
+    extra, and Fetch on mujoco >= 3.4)."""
+    problem = goal_env_problem(env_id)
+    if problem:
+        pytest.skip(problem)
+    horizon = 50
+    env = make_env(env_id, {"max_episode_steps": horizon})
+    compute = goal_reward_fn(env)
+    assert compute is not None
+    obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
+    buf = HindsightReplayBuffer(
+        4 * horizon, obs_dim, act_dim, goal_size=env.goal_size, future_k=4.0, goal_reward=compute
+    )
+    obs, _ = env.reset(seed=0)
+    env.action_space.seed(0)
+    for _ in range(horizon):
+        action = env.action_space.sample()
+        nxt, reward, terminated, truncated, _ = env.step(action)
+        # the env's step reward is its compute_reward on the achieved and desired goals
+        assert reward == compute(nxt[None, buf.achieved], nxt[None, buf.desired])[0]
+        one = np.ones(1, bool)
+        buf.add_step(
+            StepRecord(obs[None], action[None], nxt[None], np.array([reward]),
+                       np.array([terminated]), one, np.zeros((1, 0)), np.zeros((1, 0)),
+                       np.array([truncated]))
+        )  # fmt: skip
+        obs = nxt
+        if terminated or truncated:
+            break
+    assert truncated and not terminated and len(buf) == horizon  # stored at the episode's end
+    batch = buf.sample(512, np.random.default_rng(0))
+    goal = batch.obs[:, buf.desired]
+    expected = env.unwrapped.compute_reward(batch.next_obs[:, buf.achieved], goal, {})
+    np.testing.assert_array_equal(batch.rewards, np.asarray(expected, np.float32))
+    relabelled = (goal != buf.obs[batch.indices][:, buf.desired]).any(axis=1)
+    assert 0.7 < relabelled.mean() < 0.9  # future_k 4: 80% relabelled
+    achieved = buf.next_obs[:horizon, buf.achieved]
+    for row, g in zip(batch.indices[relabelled], goal[relabelled], strict=True):
+        assert (achieved[row:] == g).all(axis=1).any()  # achieved later in this episode
+    assert len(np.unique(batch.rewards)) == 2  # reached (own step's goal) and not reached
+    env.close()
 
 
 def test_a_learned_reward_scores_the_relabelled_observation() -> None:

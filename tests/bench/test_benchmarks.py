@@ -46,7 +46,7 @@ def _browser() -> None:
 
 def _goal_envs() -> None:
     pytest.importorskip("gymnasium_robotics", reason="needs the goals extra (gymnasium-robotics)")
-    from rlhf.agent.goal_env import goal_env_problem
+    from rlhf.envs.goals import goal_env_problem
 
     problem = goal_env_problem("PointMaze_UMaze-v3")  # --quick's env
     if problem:

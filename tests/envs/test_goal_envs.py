@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from importlib.metadata import PackageNotFoundError
 from pathlib import Path
 
 import gymnasium as gym
@@ -16,11 +17,11 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from rlhf.agent.goal_env import goal_env_problem
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig, SACConfig, VideoConfig
+from rlhf.core.shell import install_extra
 from rlhf.core.types import Segment
-from rlhf.envs import FlatGoalObservation, describe_env, make_env, make_vec_env
-from rlhf.envs.goals import GOAL_TASK, SUCCESS
+from rlhf.envs import FlatGoalObservation, describe_env, goals, make_env, make_vec_env
+from rlhf.envs.goals import GOAL_TASK, SUCCESS, goal_env_problem
 from rlhf.envs.state import mujoco_sim
 from rlhf.render.video import make_renderer, render_pair_video, segment_frames
 from rlhf.run.preflight import preflight
@@ -259,3 +260,28 @@ def test_success_rates_survive_a_checkpoint_and_old_checkpoints_have_none() -> N
     old = progress.state_dict()
     del old["recent_successes"]  # written before success rates were kept
     assert Progress.from_state_dict(old).success_rate is None
+
+
+@pytest.mark.parametrize("mujoco", ["4.0.0", "3.17.0"])  # both fail Fetch; 3.3.7 runs it
+def test_fetch_on_a_newer_mujoco_is_a_one_line_problem(
+    monkeypatch: pytest.MonkeyPatch, mujoco: str
+) -> None:
+    versions = {"mujoco": mujoco, "gymnasium-robotics": "1.4.2"}
+    monkeypatch.setattr(goals, "version", versions.__getitem__)
+    release = tuple(int(p) for p in mujoco.split(".")[:2])
+    monkeypatch.setattr(goals, "mujoco_release", lambda: release)
+    assert goal_env_problem("FetchReach-v4") == (
+        f"FetchReach-v4 needs mujoco < 3.4 (gymnasium-robotics 1.4.2 fails on mujoco {mujoco});"
+        f" the goals extra pins mujoco < 3.4: {install_extra('goals')}"
+    )
+    assert goal_env_problem("PointMaze_UMaze-v3") is None  # PointMaze runs on mujoco 4
+
+
+def test_a_missing_goals_extra_is_a_one_line_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing(name: str) -> str:
+        raise PackageNotFoundError(name)
+
+    monkeypatch.setattr(goals, "version", missing)
+    assert goal_env_problem("PointMaze_UMaze-v3") == (
+        f"PointMaze_UMaze-v3 needs the goals extra (gymnasium-robotics): {install_extra('goals')}"
+    )
