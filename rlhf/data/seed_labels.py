@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,18 +32,46 @@ def imported_pairs(store: LabelStore) -> int:
     return int(store.get_meta(LABELS_FROM_META, {}).get("pairs", 0))
 
 
-def _source(path: Path) -> tuple[str | None, set[int]]:
-    """The env id of ``path``'s labels and the numbers of levels its ratings are graded on."""
-    from rlhf.data.datasets import read_info
+Rows = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class LabelsSource:
+    """What ``--labels-from`` names, read once (:func:`read_labels_source`): checked before the run
+    directory exists, copied into the new run's store when it opens."""
+
+    path: Path
+    env_id: str | None
+    """The env the labels are of (None: the source does not say)."""
+    segments: dict[int, Segment]
+    pairs: Rows
+    labels: Rows
+    ratings: Rows
+
+    @property
+    def scales(self) -> set[int]:
+        """The numbers of levels its ratings are graded on."""
+        return {r["levels"] for r in self.ratings}
+
+
+def read_labels_source(path: Path) -> LabelsSource:
+    """Segments by id, pairs, labels and ratings of a run or a dataset, and its env id."""
+    from rlhf.data.datasets import read_info, read_segments, read_table
     from rlhf.data.ratings import read_rating_rows
     from rlhf.data.run_rows import read_run
 
     if (path / "labels.sqlite").is_file():
         rows = read_run(path)
-        return rows.meta.get(ENV_ID_META), {r["levels"] for r in rows.ratings}
+        env_id = rows.meta.get(ENV_ID_META)
+        return LabelsSource(
+            path, env_id, dict(rows.segments), rows.pairs, rows.labels, rows.ratings
+        )
     if (path / "dataset.json").is_file():
-        levels = {r["levels"] for r in read_rating_rows(path)}
-        return read_info(path).get("env_id"), levels
+        pairs, labels = read_table(path, "pairs"), read_table(path, "labels")
+        env_id = read_info(path).get("env_id")
+        return LabelsSource(
+            path, env_id, read_segments(path), pairs, labels, read_rating_rows(path)
+        )
     raise ConfigError(
         f"{flag('labels_from')} {path} is neither a run directory (labels.sqlite) nor a dataset"
         " (dataset.json)"
@@ -54,10 +83,10 @@ def rating_levels(cfg: Config) -> int | None:
     return None if cfg.feedback_kind == "pairs" else cfg.rating_scale().levels
 
 
-def check_labels_source(path: Path, env_id: str, levels: int | None = None) -> None:
-    """One line naming the flag unless ``path`` holds labels for ``env_id`` (and, with
+def check_labels_source(source: LabelsSource, env_id: str, levels: int | None = None) -> None:
+    """One line naming the flag unless ``source`` holds labels for ``env_id`` (and, with
     ``levels``, ratings on a scale of that many levels only: grades of two scales do not mix)."""
-    found, scales = _source(path)
+    path, found, scales = source.path, source.env_id, source.scales
     if found is not None and found != env_id:
         raise ConfigError(
             f"{flag('labels_from')} {path} holds labels for {found}, not {flag('env_id')} {env_id}"
@@ -70,29 +99,16 @@ def check_labels_source(path: Path, env_id: str, levels: int | None = None) -> N
         )
 
 
-Rows = list[dict[str, Any]]
-
-
-def _read(path: Path) -> tuple[dict[int, Segment], Rows, Rows, Rows]:
-    """Segments by id, pairs, labels and ratings of a run or a dataset."""
-    from rlhf.data.datasets import read_segments, read_table
-    from rlhf.data.ratings import read_rating_rows
-    from rlhf.data.run_rows import read_run
-
-    if (path / "labels.sqlite").is_file():
-        rows = read_run(path)
-        return dict(rows.segments), rows.pairs, rows.labels, rows.ratings
-    pairs, labels = read_table(path, "pairs"), read_table(path, "labels")
-    return read_segments(path), pairs, labels, read_rating_rows(path)
-
-
-def seed_labels(store: LabelStore, path: Path, env_id: str, levels: int | None = None) -> int:
-    """Copy the labels and ratings of ``path`` into ``store`` once; returns the answers copied
+def seed_labels(
+    store: LabelStore, source: LabelsSource, env_id: str, levels: int | None = None
+) -> int:
+    """Copy the labels and ratings of ``source`` into ``store`` once; returns the answers copied
     (0 if done before)."""
     if store.get_meta(LABELS_FROM_META) is not None:
         return 0
-    check_labels_source(path, env_id, levels)
-    segments, pairs, labels, ratings = _read(path)
+    check_labels_source(source, env_id, levels)
+    path, segments, pairs = source.path, source.segments, source.pairs
+    labels, ratings = source.labels, source.ratings
     pair_rows = {row["id"]: row for row in pairs}
     new_segment: dict[int, int] = {}
 

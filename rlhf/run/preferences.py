@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,7 @@ import torch
 
 from rlhf.config import Config
 from rlhf.core.types import Pair, Preference, Rating, Segment
-from rlhf.data.seed_labels import rating_levels, seed_labels
+from rlhf.data.seed_labels import LabelsSource, rating_levels, seed_labels
 from rlhf.envs.goals import GOAL_TASK
 from rlhf.feedback.sources import FeedbackSource, HumanSource, SyntheticSource
 from rlhf.queries.segments import SegmentPool
@@ -71,8 +70,10 @@ def open_preferences(
     device: torch.device,
     rng_feedback: np.random.Generator,
     say: Callable[[str], None],
+    labels: LabelsSource | None = None,
 ) -> Preferences:
-    """Open the run's store and build the reward learner and the feedback source.
+    """Open the run's store and build the reward learner and the feedback source; a new run's
+    store gets the ``labels`` of ``--labels-from`` (read once, by the runner).
 
     With human feedback this starts the labelling session (render worker and web server); the
     caller closes it through ``feedback.close``.
@@ -83,8 +84,8 @@ def open_preferences(
     # What the person is asked to teach, shown on the page (a goal env says what its marker is).
     store.set_meta(TASK_META, cfg.task or (GOAL_TASK if plan.env.goal_size else ""))
     store.set_meta(ENV_KWARGS_META, cfg.env_kwargs_dict())  # the renderer makes the same env
-    if cfg.labels_from is not None:  # once: a resumed run finds them in its store
-        copied = seed_labels(store, Path(cfg.labels_from), cfg.env_id, rating_levels(cfg))
+    if labels is not None:  # once: a resumed run finds them in its store
+        copied = seed_labels(store, labels, cfg.env_id, rating_levels(cfg))
         if copied:
             say(f"seeded {copied} labels from {cfg.labels_from}")
     scale = cfg.rating_scale()

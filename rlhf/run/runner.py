@@ -26,7 +26,12 @@ from rlhf.config import Config, ConfigError
 from rlhf.config.presets import idle_settings, with_preset
 from rlhf.core.shell import program, short_path
 from rlhf.core.status import Phase
-from rlhf.data.seed_labels import check_labels_source, rating_levels
+from rlhf.data.seed_labels import (
+    LabelsSource,
+    check_labels_source,
+    rating_levels,
+    read_labels_source,
+)
 from rlhf.reward.saved import load_saved_reward
 from rlhf.run import agent_view as view
 from rlhf.run.checkpoint import CheckpointError, load_checkpoint
@@ -77,13 +82,15 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
     cfg, preset = with_preset(cfg)  # stored as used, so a resume keeps it
     plan = preflight(cfg)  # what cannot work is one line, before a run directory exists
     torch.set_num_threads(cfg.torch_threads)
+    labels: LabelsSource | None = None  # read once here, copied into the store when it opens
     if reward_fn is None and cfg.reward_model_file is not None:
         env = plan.env
         reward_fn = load_saved_reward(
             Path(cfg.reward_model_file), cfg.env_id, env.obs_dim, env.act_dim
         )
     elif cfg.labels_from is not None and cfg.resume is None:  # a resumed run has them already
-        check_labels_source(Path(cfg.labels_from), cfg.env_id, rating_levels(cfg))
+        labels = read_labels_source(Path(cfg.labels_from))
+        check_labels_source(labels, cfg.env_id, rating_levels(cfg))
     state = _resume_state(cfg)
     if state is None:
         run_dir, progress = create_run_dir(cfg), Progress()
@@ -101,7 +108,7 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
         for line in ([preset] if preset else []) + idle:
             logger.message(line)
         stop = cleanup.enter_context(StopSignals(logger.message))
-        t = build_trainer(cfg, plan, run_dir, logger, stop, progress, reward_fn, cleanup)
+        t = build_trainer(cfg, plan, run_dir, logger, stop, progress, reward_fn, cleanup, labels)
         if state is None:
             logger.hparams_text(stored_dict(cfg))
         else:

@@ -24,7 +24,7 @@ from rlhf.agent.rollout import ObsNormalizer
 from rlhf.agent.sac_learner import SACLearner
 from rlhf.config import Config, ConfigError
 from rlhf.core.status import Phase
-from rlhf.data.seed_labels import imported_pairs
+from rlhf.data.seed_labels import LabelsSource, imported_pairs
 from rlhf.envs import make_env, make_vec_env
 from rlhf.envs.goals import goal_reward_fn
 from rlhf.queries.replayed import Replayer
@@ -109,11 +109,13 @@ def build_trainer(
     progress: Progress,
     reward_fn: RewardFn | None,
     cleanup: contextlib.ExitStack,
+    labels: LabelsSource | None = None,
 ) -> Trainer:
     """Make the envs, the agent and (with a learned reward) the preference side of a run.
 
     Whatever needs closing is registered on ``cleanup``. With human feedback this starts the
-    labelling session.
+    labelling session. ``labels``: what ``--labels-from`` holds (read by the runner), copied
+    into a new run's store.
     """
     device = _device(cfg.device)
     envs = make_vec_env(
@@ -162,7 +164,7 @@ def build_trainer(
         if buffer is not None:
             buffer.set_reward_fn(ENV_REWARD if reward_fn is None else reward_fn)
         return t
-    t.prefs = open_preferences(cfg, run_dir, plan, device, rngs["feedback"], logger.message)
+    t.prefs = open_preferences(cfg, run_dir, plan, device, rngs["feedback"], logger.message, labels)
     t.status = StatusBoard(t.prefs.store, cfg, progress, t.prefs.reward, t.eta_seconds)
     if cfg.query.replay_share:
         kwargs = cfg.env_kwargs_dict()
