@@ -14,15 +14,7 @@ from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.server import serve_in_thread
 from rlhf.store import VIDEO_READY, LabelStore
 from rlhf.store.policy import CurvePoint
-from tests.web import test_browser as _shared
-from tests.web.test_browser import Server, _wait_playing
-
-browser, page, pair_assets, serve = (
-    _shared.browser,
-    _shared.page,
-    _shared.pair_assets,
-    _shared.serve,
-)
+from tests.web.pages import Server, wait_for, wait_playing
 
 pytestmark = pytest.mark.browser
 
@@ -33,7 +25,7 @@ def test_the_policy_clip_and_learning_curve_are_on_the_page(
     store, videos, handle = serve(ready=2)
     pair, video = pair_assets
     page.goto(handle.url)
-    _wait_playing(page, 1)
+    wait_playing(page, 1)
     assert page.locator("#agent").is_hidden()  # nothing to show yet
     for i in range(1, 6):
         store.add_curve_point(CurvePoint(i, 2048 * i, -50.0 + 20 * i, 0.1 * i, 0.6 + 0.05 * i))
@@ -89,34 +81,34 @@ def test_two_named_labellers_label_one_run(browser, two_labellers) -> None:
         alice.goto(urls["alice"])
         first = _shown(alice)
         assert first == 1 and not shows_twice(first, 0.5)
-        _wait_playing(alice, first)
+        wait_playing(alice, first)
         alice.keyboard.press("ArrowLeft")
         second = _shown(alice)
-        _wait_playing(alice, second)
+        wait_playing(alice, second)
         alice.keyboard.press("ArrowRight")  # pair 2: an overlap pair
-        _shared._wait_for(alice, lambda: len(store.labels()) == 2)
+        wait_for(alice, lambda: len(store.labels()) == 2)
         assert {lb.pair_id: lb.labeller for lb in store.labels()} == {1: "alice", 2: "alice"}
 
         bob.goto(urls["bob"])
         bob.wait_for_function("() => document.getElementById('you').textContent.includes('bob')")
         # bob is shown alice's overlap pair (to measure agreement), never her other one.
         assert _shown(bob) == 2
-        _wait_playing(bob, 2)
+        wait_playing(bob, 2)
         bob.keyboard.press("ArrowRight")
-        _shared._wait_for(bob, lambda: store.labeller_stats().compared == 1)
+        wait_for(bob, lambda: store.labeller_stats().compared == 1)
         assert _shown(bob) not in (1, 2)
         # bob's undo takes back his own answer only; alice's labels stay as they were.
         bob.wait_for_timeout(300)
         bob.keyboard.press("u")
-        _shared._wait_for(bob, lambda: store.labeller_stats().compared == 0)
+        wait_for(bob, lambda: store.labeller_stats().compared == 0)
         assert [(lb.pair_id, lb.labeller) for lb in store.labels()] == [
             (1, "alice"),
             (2, "alice"),
         ]
         bob.wait_for_function("() => document.getElementById('screen').dataset.pairId === '2'")
-        _wait_playing(bob, 2)
+        wait_playing(bob, 2)
         bob.keyboard.press("ArrowRight")
-        _shared._wait_for(bob, lambda: store.labeller_stats().agreement == 1.0)
+        wait_for(bob, lambda: store.labeller_stats().agreement == 1.0)
         # The stats view on each page: answers per labeller and the agreement.
         alice.wait_for_function(
             "() => document.getElementById('agreement').textContent.includes('100% of 1')",
@@ -133,9 +125,9 @@ def test_two_named_labellers_label_one_run(browser, two_labellers) -> None:
 def test_the_finished_screen_shows_the_run_summary(serve: Server, page) -> None:
     store, _, handle = serve(ready=2)
     page.goto(handle.url)
-    _wait_playing(page, 1)
+    wait_playing(page, 1)
     page.keyboard.press("ArrowLeft")
-    _shared._wait_for(page, lambda: len(store.labels()) == 1)
+    wait_for(page, lambda: len(store.labels()) == 1)
     status = TrainerStatus(
         Phase.FINISHED, message="Run finished.", iteration=40, labels_used=1
     ).with_(latest_true_return=1234.5)

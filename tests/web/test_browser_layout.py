@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.web import test_browser as _shared
-from tests.web.test_browser import Server, _wait_playing
-
-browser, pair_assets, serve = _shared.browser, _shared.pair_assets, _shared.serve
+from tests.web.pages import Server, wait_playing
 
 pytestmark = pytest.mark.browser
 
@@ -36,7 +33,7 @@ def test_toasts_never_cover_the_progress_text(
         page.goto(handle.url)
         seen = 0
         for pair_id in (1, 2, 3):
-            _wait_playing(page, pair_id)
+            wait_playing(page, pair_id)
             page.keyboard.press("ArrowLeft")
             page.wait_for_selector("#toasts .toast")
             # The progress box at the bottom edge of the window: where a toast pinned over the

@@ -11,7 +11,7 @@ from rlhf.config import WebConfig
 from rlhf.core.types import Answer, Pair
 from rlhf.server import serve_in_thread
 from rlhf.store import SCALE_META, VIDEO_READY, LabelStore
-from tests.web.test_browser import _wait_for, _wait_playing, browser, page, pair_assets  # noqa: F401
+from tests.web.pages import wait_for, wait_playing
 
 pytestmark = pytest.mark.browser
 
@@ -19,7 +19,7 @@ NAMES = ["failed", "wobbly", "<b>fine</b>"]
 
 
 @pytest.fixture
-def rating_run(tmp_path: Path, pair_assets: tuple[Pair, bytes]) -> Iterator[tuple]:  # noqa: F811
+def rating_run(tmp_path: Path, pair_assets: tuple[Pair, bytes]) -> Iterator[tuple]:
     """Two clips to rate (ids 1, 2) and one pair (id 3), all with a video, served on loopback."""
     pair, video = pair_assets
     store = LabelStore(tmp_path / "labels.sqlite")
@@ -41,10 +41,10 @@ def _grades(store: LabelStore) -> dict[int, int | None]:
     return {r.pair_id: r.grade for r in store.ratings()}
 
 
-def test_rating_page_grades_with_keys_and_undo(rating_run, page) -> None:  # noqa: F811
+def test_rating_page_grades_with_keys_and_undo(rating_run, page) -> None:
     store, handle = rating_run
     page.goto(handle.url)
-    _wait_playing(page, 1)
+    wait_playing(page, 1)
     grades = page.locator("#grades button")
     assert grades.count() == 3
     assert page.locator("#grades").is_visible() and not page.locator("#btn-left").is_visible()
@@ -58,21 +58,21 @@ def test_rating_page_grades_with_keys_and_undo(rating_run, page) -> None:  # noq
     page.wait_for_timeout(300)
     assert _grades(store) == {} and store.labels() == []
     page.keyboard.press("2")
-    _wait_for(page, lambda: _grades(store) == {1: 2})
-    _wait_playing(page, 2)
+    wait_for(page, lambda: _grades(store) == {1: 2})
+    wait_playing(page, 2)
     assert "grade 2" in page.locator("#toasts").inner_text()
 
     page.keyboard.press("u")  # undo brings the clip back
-    _wait_for(page, lambda: _grades(store) == {})
-    _wait_playing(page, 1)
+    wait_for(page, lambda: _grades(store) == {})
+    wait_playing(page, 1)
     page.keyboard.press("0")
-    _wait_playing(page, 2)
+    wait_playing(page, 2)
     page.get_by_role("button", name="Can't tell").click()  # a skip is a null grade
-    _wait_for(page, lambda: _grades(store) == {1: 0, 2: None})
+    wait_for(page, lambda: _grades(store) == {1: 0, 2: None})
 
-    _wait_playing(page, 3)  # then a pair: its buttons are back, the grades gone
+    wait_playing(page, 3)  # then a pair: its buttons are back, the grades gone
     assert page.locator("#btn-left").is_visible() and not page.locator("#grades").is_visible()
     page.keyboard.press("1")  # digits do not answer a pair
     page.keyboard.press("ArrowLeft")
-    _wait_for(page, lambda: {lb.pair_id: lb.answer for lb in store.labels()} == {3: Answer.LEFT})
+    wait_for(page, lambda: {lb.pair_id: lb.answer for lb in store.labels()} == {3: Answer.LEFT})
     assert _grades(store) == {1: 0, 2: None}

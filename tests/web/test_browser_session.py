@@ -8,16 +8,7 @@ import pytest
 
 from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import VIDEO_READY
-from tests.web import test_browser as _shared
-from tests.web.test_browser import Server, _wait_playing
-
-# The page fixtures of the browser tests (one Chromium per module, a served run, a page).
-browser, page, pair_assets, serve = (
-    _shared.browser,
-    _shared.page,
-    _shared.pair_assets,
-    _shared.serve,
-)
+from tests.web.pages import Server, wait_playing
 
 pytestmark = pytest.mark.browser
 
@@ -47,7 +38,7 @@ def test_newest_pairs_are_shown_first(serve: Server, page, pair_assets, tmp_path
         if pair_id is None:
             page.wait_for_selector("#screen[data-pair-id]:not([data-pair-id=''])")
             pair_id = int(page.get_attribute("#screen", "data-pair-id"))
-        _wait_playing(page, pair_id)
+        wait_playing(page, pair_id)
         shown.append(pair_id)
         page.keyboard.press("ArrowLeft")
         page.wait_for_function(
@@ -80,7 +71,7 @@ def test_pacing_wait_counts_down_in_the_trainers_numbers_with_an_eta(serve: Serv
     )
     assert page.text_content("#phase").startswith("waiting for 3 more labels")
     assert page.text_content("#eta") == "13 min"
-    _wait_playing(page, 1)
+    wait_playing(page, 1)
     page.keyboard.press("ArrowRight")
     page.wait_for_function(
         "() => document.getElementById('learning').textContent.includes('2 more labels (1 of 3')"
