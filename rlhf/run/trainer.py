@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -122,29 +123,8 @@ def build_trainer(
         cfg.env_id, cfg.num_envs, cfg.seed, cfg.env_kwargs_dict(), plan.fixed_horizon
     )
     cleanup.callback(envs.close)
-    obs_dim, act_dim = plan.env.obs_dim, plan.env.act_dim
-    rngs = _rngs(cfg.seed)
-    agent: PPOLearner | SACLearner
-    buffer: ReplayBuffer | None = None
-    if cfg.algo == "sac":
-        space = envs.single_action_space
-        agent = SACLearner(obs_dim, act_dim, space.low, space.high, cfg.sac, device)
-        nq, nv = plan.env.nq, plan.env.nv
-        capacity = min(cfg.sac.buffer_size, cfg.total_timesteps)  # never more than the run fills
-        if cfg.sac.her:  # goal envs only (preflight): relabels goals per minibatch
-            buffer = HindsightReplayBuffer(
-                capacity, obs_dim, act_dim, nq, nv, goal_size=plan.env.goal_size,
-                num_envs=cfg.num_envs, future_k=cfg.sac.her_future_k,
-                goal_reward=goal_reward_fn(envs.envs[0]),
-            )  # fmt: skip
-        else:
-            buffer = ReplayBuffer(capacity, obs_dim, act_dim, nq, nv, relabel=cfg.sac.relabel)
-        if cfg.reward == "learned" and reward_fn is None:
-            buffer.set_reward_fn(None)  # no reward until pretraining or the first labels
-        obs_norm = ObsNormalizer(obs_dim, enabled=False)  # SAC acts on raw observations
-    else:
-        agent = PPOLearner(obs_dim, act_dim, cfg.num_envs, cfg.ppo, device)
-        obs_norm = agent.obs_norm
+    rngs = _rngs(cfg.seed)  # seeds torch too: before the agent's weights are drawn
+    agent, buffer, obs_norm = _agent(cfg, plan, envs, device, reward_fn)
     # A resumed run starts new episodes, from a seed of its own (the envs' state is not saved).
     reset_seed = cfg.seed
     if progress.env_steps:
@@ -174,6 +154,40 @@ def build_trainer(
     cleanup.callback(t.prefs.feedback.close)  # a safety net: the runner closes it with a grace
     publish(t, Phase.STARTING, "starting")
     return t
+
+
+def _agent(
+    cfg: Config,
+    plan: RunPlan,
+    envs: gym.vector.SyncVectorEnv,
+    device: torch.device,
+    reward_fn: RewardFn | None,
+) -> tuple[PPOLearner | SACLearner, ReplayBuffer | None, ObsNormalizer]:
+    """The learner, SAC's replay buffer (None with PPO) and the observation normaliser the
+    collector uses."""
+    obs_dim, act_dim = plan.env.obs_dim, plan.env.act_dim
+    agent: PPOLearner | SACLearner
+    buffer: ReplayBuffer | None = None
+    if cfg.algo == "sac":
+        space = envs.single_action_space
+        agent = SACLearner(obs_dim, act_dim, space.low, space.high, cfg.sac, device)
+        nq, nv = plan.env.nq, plan.env.nv
+        capacity = min(cfg.sac.buffer_size, cfg.total_timesteps)  # never more than the run fills
+        if cfg.sac.her:  # goal envs only (preflight): relabels goals per minibatch
+            buffer = HindsightReplayBuffer(
+                capacity, obs_dim, act_dim, nq, nv, goal_size=plan.env.goal_size,
+                num_envs=cfg.num_envs, future_k=cfg.sac.her_future_k,
+                goal_reward=goal_reward_fn(envs.envs[0]),
+            )  # fmt: skip
+        else:
+            buffer = ReplayBuffer(capacity, obs_dim, act_dim, nq, nv, relabel=cfg.sac.relabel)
+        if cfg.reward == "learned" and reward_fn is None:
+            buffer.set_reward_fn(None)  # no reward until pretraining or the first labels
+        obs_norm = ObsNormalizer(obs_dim, enabled=False)  # SAC acts on raw observations
+    else:
+        agent = PPOLearner(obs_dim, act_dim, cfg.num_envs, cfg.ppo, device)
+        obs_norm = agent.obs_norm
+    return agent, buffer, obs_norm
 
 
 def _rngs(seed: int) -> dict[str, np.random.Generator]:
