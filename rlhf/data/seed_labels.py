@@ -22,12 +22,13 @@ from rlhf.config import Config, ConfigError, flag
 from rlhf.core.types import Segment
 from rlhf.store import RATING, LabelStore
 from rlhf.store.meta import ENV_ID_META, LABELS_FROM_META
+from rlhf.store.protocols import MetaReader
 from rlhf.store.records import insert_segment
 
 IMPORT_SOURCE = "import"
 
 
-def imported_pairs(store: LabelStore) -> int:
+def imported_pairs(store: MetaReader) -> int:
     """Pairs in ``store`` that were copied from ``--labels-from`` (not asked in this run)."""
     return int(store.get_meta(LABELS_FROM_META, {}).get("pairs", 0))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlhf.core.types import Pair
-from rlhf.store import LabelStore
+from rlhf.store.protocols import TrainerStore
 
 
 def display_order(pairs: list[Pair], rng: np.random.Generator) -> tuple[list[Pair], list[bool]]:
@@ -28,7 +28,7 @@ def display_order(pairs: list[Pair], rng: np.random.Generator) -> tuple[list[Pai
 
 
 def queue_for_humans(
-    store: LabelStore, pairs: list[Pair], rng: np.random.Generator, iteration: int
+    store: TrainerStore, pairs: list[Pair], rng: np.random.Generator, iteration: int
 ) -> list[int]:
     """Store ``pairs`` for human labelling in a randomised left/right order; returns their ids.
 

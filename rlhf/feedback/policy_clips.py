@@ -19,7 +19,7 @@ from pathlib import Path
 from rlhf.config import VideoConfig
 from rlhf.feedback.session import LABELS_FILE, VIDEOS_DIR
 from rlhf.render.worker import RenderWorker
-from rlhf.store import LabelStore
+from rlhf.store.protocols import TrainerStore
 
 
 class PolicyClipWorker:
@@ -34,7 +34,7 @@ class PolicyClipWorker:
     def __init__(
         self,
         run_root: Path,
-        store: LabelStore,
+        store: TrainerStore,
         video: VideoConfig,
         say: Callable[[str], None] = print,
     ) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 from rlhf.config import TeacherConfig, VideoConfig, WebConfig
 from rlhf.core.types import Pair, Segment
 from rlhf.data.seed_labels import imported_pairs
-from rlhf.store import LabelStore
+from rlhf.store.protocols import TrainerStore
 
 if TYPE_CHECKING:
     from rlhf.feedback.policy_clips import PolicyClipWorker
@@ -55,7 +55,7 @@ class SyntheticSource:
     def __init__(
         self,
         cfg: TeacherConfig,
-        store: LabelStore,
+        store: TrainerStore,
         rng: np.random.Generator,
         levels: int = 7,
         clips: PolicyClipWorker | None = None,
@@ -108,7 +108,7 @@ class HumanSource:
     def __init__(
         self,
         run_root: Path,
-        store: LabelStore,
+        store: TrainerStore,
         web: WebConfig,
         video: VideoConfig,
         rng: np.random.Generator,

@@ -21,8 +21,9 @@ from rlhf.config import VideoConfig
 from rlhf.render.errors import one_line
 from rlhf.render.paths import POLICY_DIR
 from rlhf.render.video import Renderer, make_renderer, segment_frames, write_video
-from rlhf.store import VIDEO_FAILED, VIDEO_READY, LabelStore
+from rlhf.store import VIDEO_FAILED, VIDEO_READY
 from rlhf.store.policy import PolicyClip
+from rlhf.store.protocols import RenderStore
 
 
 def gif_frames(frames: np.ndarray) -> np.ndarray:
@@ -42,7 +43,7 @@ def write_gif(frames: np.ndarray, path: str | os.PathLike, fps: float) -> Path:
 
 
 def render_policy_clip(
-    store: LabelStore,
+    store: RenderStore,
     clip: PolicyClip,
     videos_dir: Path,
     cfg: VideoConfig,

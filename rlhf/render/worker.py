@@ -26,6 +26,7 @@ from rlhf.render.gl import _settle_gl_backend, probe_gl_backend, select_gl_backe
 from rlhf.render.video import Renderer, render_clip_video, render_pair_video
 from rlhf.store import RATING, VIDEO_FAILED, VIDEO_PENDING, VIDEO_READY, LabelStore, PairRecord
 from rlhf.store.meta import ENV_KWARGS_META, RENDER_WORKER_META
+from rlhf.store.protocols import RenderStore
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def pool_size(cfg: VideoConfig, cpus: int | None = None) -> int:
 
 
 def render_one(
-    store: LabelStore,
+    store: RenderStore,
     record: PairRecord,
     videos_dir: Path,
     cfg: VideoConfig,
@@ -73,7 +74,7 @@ def render_one(
 
 
 def render_round(
-    store: LabelStore,
+    store: RenderStore,
     videos_dir: Path,
     cfg: VideoConfig,
     renderers: dict[str, Renderer],
@@ -147,7 +148,7 @@ def _worker_main(
 
 
 def _render_policy(
-    store: LabelStore, videos_dir: Path, cfg: VideoConfig, renderers: dict[str, Renderer]
+    store: RenderStore, videos_dir: Path, cfg: VideoConfig, renderers: dict[str, Renderer]
 ) -> int:
     """Render the newest pending policy clip, if any; returns how many were claimed (0 or 1)."""
     from rlhf.render.policy import render_policy_clip

@@ -15,16 +15,16 @@ import numpy as np
 from rlhf.config import Config
 from rlhf.core.types import Segment
 from rlhf.run.logger import Logger
-from rlhf.store import LabelStore
 from rlhf.store.meta import CLIP_WARNED_META
 from rlhf.store.policy import CurvePoint
+from rlhf.store.protocols import TrainerStore
 
 TB_TAG = "videos/policy"
 
 
 def show(
     cfg: Config,
-    store: LabelStore,
+    store: TrainerStore,
     logger: Logger,
     iteration: int,
     step: int,
@@ -48,7 +48,7 @@ def show(
     return log_clips(logger, store, clips_logged)
 
 
-def show_last(cfg: Config, store: LabelStore, logger: Logger, clips_logged: int) -> int:
+def show_last(cfg: Config, store: TrainerStore, logger: Logger, clips_logged: int) -> int:
     """At the end of a run: the clips drawn since the last iteration (and, without a page, the
     warning if none could be drawn). Returns the newest clip logged."""
     if cfg.feedback != "human" and cfg.clip_every() > 0:
@@ -56,7 +56,7 @@ def show_last(cfg: Config, store: LabelStore, logger: Logger, clips_logged: int)
     return log_clips(logger, store, clips_logged)
 
 
-def warn_failed_clip(logger: Logger, store: LabelStore) -> None:
+def warn_failed_clip(logger: Logger, store: TrainerStore) -> None:
     """One line, once per run, the first time a policy clip could not be drawn (e.g. no GL)."""
     error = store.policy_clip_error()
     if error is None or store.get_meta(CLIP_WARNED_META):
@@ -72,14 +72,14 @@ def clip_due(iteration: int, every: int) -> bool:
     return every > 0 and (iteration - 1) % every == 0
 
 
-def queue_clip(store: LabelStore, segments: list[Segment], iteration: int, step: int) -> None:
+def queue_clip(store: TrainerStore, segments: list[Segment], iteration: int, step: int) -> None:
     """Queue the first of this rollout's segments (cut at random places) as the policy's clip."""
     if segments:
         store.add_policy_clip(segments[0], iteration, step)
 
 
 def record_point(
-    store: LabelStore,
+    store: TrainerStore,
     iteration: int,
     step: int,
     episode_returns: list[float],
@@ -95,7 +95,7 @@ def record_point(
     store.add_curve_point(CurvePoint(iteration, step, true, learned, accuracy))
 
 
-def log_clips(logger: Logger, store: LabelStore, after: int) -> int:
+def log_clips(logger: Logger, store: TrainerStore, after: int) -> int:
     """Log the clips drawn since clip id ``after`` under ``videos/policy`` (at the env step each
     shows); returns the newest id logged."""
     for clip in store.policy_clips(ready_after=after):
@@ -110,7 +110,7 @@ def log_clips(logger: Logger, store: LabelStore, after: int) -> int:
     return after
 
 
-def log_labellers(logger: Logger, store: LabelStore, step: int) -> None:
+def log_labellers(logger: Logger, store: TrainerStore, step: int) -> None:
     """Labels per named labeller and their agreement on the pairs two of them judged."""
     stats = store.labeller_stats()
     for name, count in stats.labels:

@@ -43,7 +43,7 @@ from rlhf.run.preferences import Preferences
 from rlhf.run.report import log_iteration, log_labels, log_ranking, log_reward_quality
 from rlhf.run.trainer import RewardFn, Trainer, publish, write_checkpoint
 from rlhf.run.waits import refuse_without_segments, wait_for_labels, wait_for_schedule
-from rlhf.store import LabelStore
+from rlhf.store.protocols import TrainerStore
 
 
 # -- the algorithm ------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def add_segments(
     return segments
 
 
-def queries_due(schedule: QuerySchedule, store: LabelStore, requested: int, step: int) -> int:
+def queries_due(schedule: QuerySchedule, store: TrainerStore, requested: int, step: int) -> int:
     """Queries the schedule wants asked now.
 
     The schedule counts what was answered (or still can be): retired pairs are asked for again,
@@ -200,7 +200,7 @@ def replayed_pairs(t: Trainer, p: Preferences, n: int) -> list[Pair]:
     return pairs
 
 
-def first_labels_needed(requested: int, schedule: QuerySchedule, store: LabelStore) -> int:
+def first_labels_needed(requested: int, schedule: QuerySchedule, store: TrainerStore) -> int:
     """``--feedback-wait``: the labels PPO waits for, the initial share of those requested.
 
     Every answer counts, skips included: a person who skips the first pairs must not leave the

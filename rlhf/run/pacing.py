@@ -11,10 +11,10 @@ has not seen the labels of the schedule.
 from __future__ import annotations
 
 from rlhf.run.logger import Logger
-from rlhf.store import LabelStore
+from rlhf.store.protocols import TrainerStore
 
 
-def retire_stale_pairs(store: LabelStore, logger: Logger, before: int, step: int) -> int:
+def retire_stale_pairs(store: TrainerStore, logger: Logger, before: int, step: int) -> int:
     """Stop showing the pairs asked for before iteration ``before``; returns how many now."""
     retired = store.retire_before(before)
     if retired:

@@ -26,13 +26,14 @@ from rlhf.run.preflight import RunPlan
 from rlhf.run.run_dir import RunDir
 from rlhf.store import LabelStore
 from rlhf.store.meta import ENV_ID_META, ENV_KWARGS_META, RUN_NAME_META, SCALE_META, TASK_META
+from rlhf.store.protocols import TrainerStore
 
 
 @dataclass
 class Preferences:
     """What a learned-reward run holds besides the agent."""
 
-    store: LabelStore
+    store: TrainerStore
     reward: RewardLearner
     feedback: FeedbackSource
     pool: SegmentPool

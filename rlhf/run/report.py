@@ -21,8 +21,9 @@ from rlhf.core.status import Phase, TrainerStatus
 from rlhf.reward.learner import RewardLearner
 from rlhf.run.lifecycle import Progress
 from rlhf.run.logger import Logger
-from rlhf.store import LabelStore, StoreCounts
+from rlhf.store import StoreCounts
 from rlhf.store.meta import STATUS_META
+from rlhf.store.protocols import TrainerStore
 
 
 def log_iteration(
@@ -143,7 +144,7 @@ class StatusBoard:
     store only. Every stage and every wait tells the page through :meth:`publish` or
     :meth:`waiting`, directly."""
 
-    store: LabelStore
+    store: TrainerStore
     cfg: Config
     progress: Progress
     reward: RewardLearner

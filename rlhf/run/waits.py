@@ -15,7 +15,7 @@ from rlhf.config import flag
 from rlhf.feedback.sources import FeedbackSource
 from rlhf.run.lifecycle import RunError, StopSignals
 from rlhf.run.report import StatusBoard
-from rlhf.store import LabelStore
+from rlhf.store.protocols import TrainerStore
 
 NO_SEGMENT_ITERATIONS = 10
 """Iterations without a single segment after which a run is refused."""
@@ -23,7 +23,7 @@ NO_SEGMENT_ITERATIONS = 10
 
 def wait_for_labels(
     needed: int,
-    store: LabelStore,
+    store: TrainerStore,
     feedback: FeedbackSource,
     stop: StopSignals,
     say: Callable[[str], None],
@@ -73,7 +73,7 @@ SAY_EVERY_S = 30.0
 
 def wait_for_schedule(
     trained: bool,
-    store: LabelStore,
+    store: TrainerStore,
     feedback: FeedbackSource,
     stop: StopSignals,
     say: Callable[[str], None],

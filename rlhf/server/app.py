@@ -19,12 +19,12 @@ from rlhf.server.pages import Pages
 from rlhf.server.state import ApiError, ServerState
 from rlhf.store import (
     LabelConflict,
-    LabelStore,
     PairNotShown,
     QueryError,
     UnknownPair,
     WrongKind,
 )
+from rlhf.store.protocols import ServerStore
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def web_dir() -> Path:
 
 
 def create_app(
-    store: LabelStore,
+    store: ServerStore,
     videos_dir: Path,
     token: str | None = None,
     total_labels_hint: int | None = None,

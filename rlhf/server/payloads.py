@@ -8,8 +8,9 @@ from rlhf.core.status import Phase, TrainerStatus
 from rlhf.data.seed_labels import imported_pairs
 from rlhf.server.named import labeller_name, labellers_payload
 from rlhf.server.state import ServerState
-from rlhf.store import RATING, LabelStore, PairRecord
+from rlhf.store import RATING, PairRecord
 from rlhf.store.meta import ENV_ID_META, RUN_NAME_META, SCALE_META, STATUS_META, TASK_META
+from rlhf.store.protocols import ServerStore
 
 ENDED_REASONS = {
     Phase.FINISHED: "Training has finished: there is nothing left to label. Thank you!",
@@ -19,7 +20,7 @@ ENDED_REASONS = {
 CLOSING_REASON = "The labelling session is ending: your labels are saved. Thank you!"
 
 
-def pair_payload(rec: PairRecord, store: LabelStore | None = None) -> dict[str, Any]:
+def pair_payload(rec: PairRecord, store: ServerStore | None = None) -> dict[str, Any]:
     """A query for the page: a pair to compare, or (kind 'rating') one clip to grade on
     ``scale`` ({"levels": K, "names": [...]}, from the store)."""
     payload = {
@@ -33,7 +34,7 @@ def pair_payload(rec: PairRecord, store: LabelStore | None = None) -> dict[str, 
     return payload
 
 
-def rating_scale(store: LabelStore) -> dict[str, Any]:
+def rating_scale(store: ServerStore) -> dict[str, Any]:
     """The run's grade scale (the generic 0-6 one for a store that never said)."""
     scale = store.get_meta(SCALE_META)
     if isinstance(scale, dict) and isinstance(scale.get("names"), list):
@@ -100,7 +101,7 @@ def status_payload(state: ServerState) -> dict[str, Any]:
     }
 
 
-def policy_payload(store: LabelStore) -> dict[str, Any]:
+def policy_payload(store: ServerStore) -> dict[str, Any]:
     """``GET /api/policy``: the latest policy clip (None before the first) and the curve."""
     clip = store.latest_policy_clip()
     return {
@@ -125,7 +126,7 @@ def policy_payload(store: LabelStore) -> dict[str, Any]:
     }
 
 
-def _str_meta(store: LabelStore, key: str) -> str | None:
+def _str_meta(store: ServerStore, key: str) -> str | None:
     value = store.get_meta(key)
     return value if isinstance(value, str) else None
 

@@ -28,8 +28,8 @@ from rlhf.server.access import is_loopback
 from rlhf.server.app import create_app
 from rlhf.server.state import ServerState
 from rlhf.server.wire import use_json_errors
-from rlhf.store import LabelStore
 from rlhf.store.meta import TOKENS_META
+from rlhf.store.protocols import ServerStore
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ def _public_address() -> str:
 
 
 def serve_in_thread(
-    store: LabelStore,
+    store: ServerStore,
     videos_dir: Path,
     cfg: WebConfig,
     total_labels_hint: int | None = None,

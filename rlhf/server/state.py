@@ -11,7 +11,7 @@ from flask import current_app
 
 from rlhf.server.leases import Leases
 from rlhf.server.pages import Pages
-from rlhf.store import LabelStore
+from rlhf.store.protocols import ServerStore
 
 
 class ApiError(Exception):
@@ -44,7 +44,7 @@ class ServerState:
             pairs shown to two of them.
     """
 
-    store: LabelStore
+    store: ServerStore
     videos_dir: Path
     token: str | None
     total_labels_hint: int | None
