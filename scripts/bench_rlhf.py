@@ -1,21 +1,35 @@
-"""Benchmark: RLHF with synthetic oracle labels vs PPO on the true reward, per env, one invocation.
+"""Benchmark: RLHF from a simulated teacher vs PPO on the same reward, per task and teacher.
 
-For each env and seed, trains twice: PPO on the env's reward with the standard env (the upper
-baseline) and RLHF with 700 oracle labels (``--feedback synthetic``: the learned reward only, never
-the env's; terminations handled as ``rlhf train`` does by default). Runs are Ray tasks (one CPU and
-one torch thread each, ``--jobs`` at a time; see rlhf.sweep). Each finished run saves its result
-in ``--out`` (a directory, one JSON file per run), and an invocation skips the runs already
-there, so a long grid can be stopped and continued. Prints one row per env (final true return mean +- std of each, the
-ratio, steps/s), writes a grid of learning curves (one panel per env), and prints the headline
-figures as the last line.
+For each task (an env, or with ``--target`` a target behaviour on it), teacher and seed, trains
+RLHF (``--feedback synthetic``: the learned reward only, never the env's; terminations handled as
+``rlhf train`` does by default) beside PPO on the task's true reward with the standard env (the
+upper baseline; one PPO run per task and seed serves every teacher). A *teacher* is one
+combination of the teacher flags, each taking a list: ``--labels`` (the budget), ``--mistake``,
+``--beta``, ``--myopia``, ``--skip-threshold``, ``--equal-threshold`` (B-Pref's noise; rlhf
+train's ``--teacher.*``); default: 700 labels from the perfect oracle. Seeds: the first
+``--n-seeds`` (3) of ``--seed-set report`` (101, 102, ...: never used to tune anything; ``tune``:
+1-12, the seeds presets were chosen on), or ``--seeds``.
+
+Runs are Ray tasks (one CPU and one torch thread each, ``--jobs`` at a time; see rlhf.sweep).
+Each finished run saves its result in ``--out`` (a directory, one JSON file per run), and an
+invocation skips the runs already there, so a long grid can be stopped and continued. Prints one
+row per (task, teacher): final return of PPO and of RLHF, mean +- std over seeds, the ratio of the
+means and the lowest seed's ratio, the labels RLHF used and its wall time; writes a grid of
+learning curves (one panel per task, one curve per teacher), and prints the headline figures as
+the last line.
 
 "Final" return: the mean true return of the episodes that end in the last 10% of the run's steps
-(the standard env's return, whatever the run trains on).
+(the standard env's return, or the target's, whatever the run trains on).
 
     .venv/bin/python scripts/bench_rlhf.py                                   # HalfCheetah, 300k
     .venv/bin/python scripts/bench_rlhf.py --steps 1000000 --env-id HalfCheetah-v5 Hopper-v5 \\
         Walker2d-v5 Ant-v5 Swimmer-v5
     .venv/bin/python scripts/bench_rlhf.py --quick                           # smoke check, Hopper
+    .venv/bin/python scripts/bench_rlhf.py --labels 200 700 --mistake 0 0.1  # 4 teachers
+    .venv/bin/python scripts/bench_rlhf.py --labels 200 --beta 1 --myopia 0.99 --skip-threshold 0.1
+    .venv/bin/python scripts/bench_rlhf.py --env-id Hopper-v5 --target none backflip
+                                        # + PPO and RLHF on a target behaviour's reward
+    .venv/bin/python scripts/bench_rlhf.py --seed-set tune --n-seeds 12      # the tuning seeds
     .venv/bin/python scripts/bench_rlhf.py --feedback-kind pairs ratings     # + 700 ratings
     .venv/bin/python scripts/bench_rlhf.py --env-id Ant-v5 --init-log-std 0 --replay-share 0
                                         # Ant without its preset (rlhf/config/presets.py)
@@ -30,16 +44,17 @@ Needs the bench extra (matplotlib): scripts/setup.sh bench
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
-import statistics
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from _bench_rlhf_table import Task, Teacher, headline, make_rows, plot, print_table
 
-from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig
+from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig, TeacherConfig, flag
 from rlhf.config.presets import with_preset
 from rlhf.sweep import run_jobs
 from rlhf.sweep.grid import cell_name
@@ -52,6 +67,23 @@ KIND_MODES = {"pairs": "rlhf", "ratings": "ratings", "both": "both"}
 """--feedback-kind -> the mode of its runs ("rlhf": pairs, the name results on disk already use)."""
 LEARNED = {"rlhf": "pairs", "ratings": "ratings", "both": "both"}
 """Learned-reward mode -> the run's --feedback-kind."""
+TEACHER = {
+    "teacher.beta": "--beta",
+    "teacher.gamma": "--myopia",
+    "teacher.mistake": "--mistake",
+    "teacher.skip_threshold": "--skip-threshold",
+    "teacher.equal_threshold": "--equal-threshold",
+}
+"""The teacher's noise settings (rlhf train's --teacher.*) -> the benchmark's flag for each
+(--myopia: rlhf train's --gamma is PPO's discount, as --set gamma= is here)."""
+SEED_SETS = {"tune": range(1, 13), "report": range(101, 10_000)}
+"""--seed-set -> its seeds: tune, the seeds presets were historically chosen on; report, seeds
+never used to tune anything (a setting is reported on seeds it was not tuned on)."""
+SEED_NOTES = {
+    "given": "--seeds",
+    "tune": "--seed-set tune: the seeds presets were chosen on",
+    "report": "--seed-set report: held out, never used to tune",
+}
 
 
 @dataclass(frozen=True)
@@ -61,6 +93,7 @@ class Job:
     seed: int
     steps: int
     labels: int
+    """RLHF's label budget (--query.total-labels); PPO's jobs have none (0)."""
     init_log_std: float = 0.0
     """PPO's --init-log-std, the same for both modes."""
     replay_share: float = 0.0
@@ -72,18 +105,34 @@ class Job:
     """RLHF's --end-margin (results saved before it existed ran with 0)."""
     settings: tuple[tuple[str, Any], ...] = ()
     """RLHF's further rlhf train settings (--set), as (config path, value)."""
+    teacher: tuple[tuple[str, Any], ...] = ()
+    """RLHF's teacher settings that differ from the perfect oracle's, as (config path, value)."""
+    target: str | None = None
+    """--target: the target behaviour both modes are measured on (--teacher.target); None: the
+    env's own reward."""
 
     @property
     def key(self) -> str:
         """The result's file name: settings that differ from the general defaults (or, for the
         end value, from what results saved before it ran with) are in it, so a cached result is
-        reused only for the same settings."""
-        key = f"{self.env_id}__{self.mode}__{self.seed}__{self.steps}__{self.labels}"
+        reused only for the same settings. PPO's has no teacher (not even the label budget,
+        which results saved before had): one PPO run serves every teacher."""
+        key = f"{self.env_id}__{self.mode}__{self.seed}__{self.steps}"
+        key += "" if self.mode == "ppo" else f"__{self.labels}"
+        key += f"__{cell_name((('target', self.target),))}" if self.target else ""
         key += f"__logstd{self.init_log_std:g}" if self.init_log_std else ""
         key += f"__end{self.end_value}" if self.end_value != "absorbing" else ""
         key += f"__margin{self.end_margin:g}" if self.end_margin else ""
         key += f"__replay{self.replay_share:g}" if self.replay_share else ""
-        return key + (f"__{cell_name(self.settings)}" if self.settings else "")
+        # The teacher first: a result of --set teacher.mistake=0.1 (before --mistake) keeps its key.
+        own = self.teacher + self.settings
+        return key + (f"__{cell_name(own)}" if own else "")
+
+    @property
+    def run_settings(self) -> tuple[tuple[str, Any], ...]:
+        """What the run sets beyond the benchmark's own: the target, the teacher, --set."""
+        target = (("teacher.target", self.target),) if self.target else ()
+        return target + self.teacher + self.settings
 
 
 OWN = {
@@ -96,9 +145,20 @@ OWN = {
     "ppo.end_value": "--end-value",
     "ppo.end_margin": "--end-margin",
     "query.replay_share": "--replay-share",
+    "teacher.target": "--target",
+    **TEACHER,
 }
 """Settings with a benchmark flag of their own (--set refuses them and names it)."""
-FIXED = ("reward", "feedback", "reward_model_file", "labels_from", "resume", "progress", "device")
+FIXED = (
+    "reward",
+    "feedback",
+    "reward_model_file",
+    "labels_from",
+    "resume",
+    "progress",
+    "device",
+    "teacher.reward",  # a reward of one's own: for both modes, as --target's, or neither
+)
 """Settings the benchmark needs as they are (what it compares, and how its runs run)."""
 
 
@@ -111,6 +171,18 @@ def with_settings(cfg: Config, settings: tuple[tuple[str, Any], ...]) -> Config:
     return Config.from_dict(data)
 
 
+def _checked(settings: tuple[tuple[str, Any], ...], what: str, env_id: str | None = None) -> None:
+    """SpecError (one line, starting with ``what``) when ``settings`` are out of range (refused
+    here, not by every RLHF run after PPO's)."""
+    try:
+        with_settings(Config(env_id=env_id or Config().env_id), settings).validate()
+    except ConfigError as exc:
+        message = str(exc)
+        for path in ("query.total_labels", "teacher.target", *TEACHER):  # named as here
+            message = message.replace(flag(path), OWN[path])
+        raise SpecError(f"{what}: {message}") from None
+
+
 def _set_flags(items: list[str]) -> tuple[tuple[str, Any], ...]:
     """--set KEY=VALUE flags as checked settings; SpecError (one line) for a bad or owned key."""
     settings = settings_from_flags(items, "--set")
@@ -119,11 +191,55 @@ def _set_flags(items: list[str]) -> tuple[tuple[str, Any], ...]:
             raise SpecError(f"--set {key_name(path)}: the benchmark sets it; use its {OWN[path]}")
         if path in FIXED:
             raise SpecError(f"--set {key_name(path)}: the benchmark sets it to compare its runs")
-    try:  # out of range (--set gamma=2) is refused here, not by every RLHF run after PPO's
-        with_settings(Config(), settings).validate()
-    except ConfigError as exc:
-        raise SpecError(f"--set: {exc}") from None
+    _checked(settings, "--set")  # out of range (--set gamma=2)
     return settings
+
+
+def _teachers(labels: list[int], noise: dict[str, list[float] | None]) -> list[Teacher]:
+    """Every combination of the label budgets and the values of each teacher flag (``noise``:
+    teacher setting -> the values given, None: the perfect oracle's); SpecError (one line)
+    for a value out of range."""
+    oracle = TeacherConfig()
+    axes = []
+    for path, values in noise.items():
+        default = getattr(oracle, path.split(".")[1])
+        for value in values or []:
+            _checked(((path, value),), f"{TEACHER[path]} {value:g}")
+        axes.append([(path, v) for v in dict.fromkeys(values or [default])])
+    for n in labels:
+        _checked((("query.total_labels", n),), f"--labels {n}")
+    teachers = []
+    for n, *settings in itertools.product(dict.fromkeys(labels), *axes):
+        mine = tuple((p, v) for p, v in settings if v != getattr(oracle, p.split(".")[1]))
+        teachers.append(Teacher(n, mine))
+    return teachers
+
+
+def _targets(names: list[str] | None, envs: list[str]) -> list[str | None]:
+    """--target's names (``none``: the env's own reward), each checked on every env (SpecError,
+    one line naming the targets the env has)."""
+    targets: list[str | None] = [None if n == "none" else n for n in dict.fromkeys(names or [])]
+    for target, env_id in itertools.product(targets, envs):
+        if target is not None:
+            _checked((("teacher.target", target),), f"--target {target} on {env_id}", env_id)
+            from rlhf.envs.targets import target_fn  # the catalogue: only with --target
+
+            try:
+                target_fn(target, env_id)
+            except ConfigError as exc:
+                raise SpecError(str(exc).replace("--teacher.target", "--target")) from None
+    return targets or [None]
+
+
+def _seeds(args: argparse.Namespace) -> tuple[list[int], str]:
+    """The seeds (--seeds, else the first --n-seeds of --seed-set) and where they come from."""
+    if args.seeds:
+        return list(dict.fromkeys(args.seeds)), "given"
+    n = args.n_seeds or (1 if args.quick else 3)
+    seeds = list(SEED_SETS[args.seed_set][:n])
+    if len(seeds) < n:
+        raise SpecError(f"--n-seeds {n}: the {args.seed_set} set has {len(seeds)} seeds")
+    return seeds, args.seed_set
 
 
 def _settings(
@@ -155,8 +271,10 @@ def _settings(
 class Result:
     job: Job
     seconds: float
+    """The run's wall time (its summary.json's wall_seconds)."""
     final_return: float
     labels: int
+    """Labels its reward was fitted on (summary.json's labels_used; PPO: 0)."""
     val_accuracy: float | None
     curve: list[tuple[int, float]]
 
@@ -198,7 +316,7 @@ def _train(job: Job) -> Result:
                 init_log_std=job.init_log_std, end_value=job.end_value, end_margin=job.end_margin
             ),
         )
-        summary = run(with_settings(cfg, job.settings))
+        summary = run(with_settings(cfg, job.run_settings))
         curve = list(read_curve(Path(runs) / "bench" / "tb"))
     tail = [ret for step, ret in curve if step > 0.9 * job.steps]
     final = float(np.mean(tail)) if tail else summary.final_true_return or float("nan")
@@ -207,92 +325,78 @@ def _train(job: Job) -> Result:
     )
 
 
+def _pairs(items: list[Any]) -> tuple[tuple[str, Any], ...]:
+    """(path, value) pairs read back from JSON, which made their tuples lists."""
+    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in items)
+
+
 def _load(out: Path) -> dict[str, Result]:
+    """The results saved in ``out`` by their key as today's Job makes it (a PPO result saved
+    with a label budget in its file name serves under today's key, which has none)."""
     done: dict[str, Result] = {}
     for path in sorted(out.glob("*.json")):
         data = json.loads(path.read_text())
-        job = data["job"]  # JSON made the settings' tuples lists
-        settings = [(k, tuple(v) if isinstance(v, list) else v) for k, v in job.get("settings", [])]
-        result = Result(**{**data, "job": Job(**{**job, "settings": tuple(settings)})})
+        job = data["job"]
+        job |= {
+            "settings": _pairs(job.get("settings", [])),
+            "teacher": _pairs(job.get("teacher", [])),
+        }
+        result = Result(**{**data, "job": Job(**job)})
         done[result.job.key] = result
     return done
 
 
-def _smoothed(curve: list[tuple[int, float]], grid: np.ndarray, window: float) -> list[float]:
-    if not curve:
-        return [np.nan] * len(grid)
-    xs, ys = np.array(curve).T
-    out = []
-    for g in grid:
-        inside = (xs > g - window) & (xs <= g)
-        out.append(ys[inside].mean() if inside.any() else np.nan)
-    return out
+def _teacher_flags(parser: argparse.ArgumentParser) -> None:
+    """The teacher flags: each takes a list, and every combination is a teacher."""
+    teacher = parser.add_argument_group(
+        "teacher (each flag takes a list; every combination is a teacher, a row of the table)"
+    )
+    teacher.add_argument(
+        "--labels",
+        type=int,
+        nargs="+",
+        default=None,
+        help="label budgets (default 700; --quick 100)",
+    )
+    helps = {
+        "teacher.beta": "rationality: P(better) = sigmoid(beta * return gap); inf: always the"
+        " better one (default)",
+        "teacher.gamma": "myopia: step t of H weighs gamma**(H-1-t) (rlhf train --teacher.gamma;"
+        " default 1)",
+        "teacher.mistake": "probability of flipping an answer, e.g. 0.1 (default 0)",
+        "teacher.skip_threshold": "skip a pair when both returns are low (default 0: never)",
+        "teacher.equal_threshold": "answer 'equal' when the returns are this close (default 0)",
+    }
+    for path, option in TEACHER.items():
+        teacher.add_argument(option, type=float, nargs="+", default=None, help=helps[path])
+    teacher.add_argument(
+        "--target",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="target behaviours (rlhf train --teacher.target), each a task of its own, measured"
+        " for both PPO and RLHF on its reward; 'none': the env's own reward (default)",
+    )
 
 
-def _plot(results: list[Result], envs: list[str], steps: int, labels: int, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    cols = min(3, len(envs))
-    rows = -(-len(envs) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), dpi=110, squeeze=False)
-    grid = np.linspace(0, steps, 41)[1:]
-    for ax, env_id in zip(axes.flat, envs, strict=False):
-        for mode, name, color in (
-            ("ppo", "PPO, true reward", "tab:gray"),
-            ("rlhf", f"RLHF, {labels} oracle labels", "tab:blue"),
-        ):
-            mine = [r for r in results if r.job.env_id == env_id and r.job.mode == mode]
-            if not mine:
-                continue
-            arr = np.array([_smoothed(r.curve, grid, 0.05 * steps) for r in mine])
-            mean, std = np.nanmean(arr, 0), np.nanstd(arr, 0)
-            ax.plot(grid, mean, color=color, label=name)
-            ax.fill_between(grid, mean - std, mean + std, color=color, alpha=0.2)
-        seeds = len({r.job.seed for r in results if r.job.env_id == env_id})
-        ax.set_title(f"{env_id} ({seeds} seeds)")
-        ax.set_xlabel("environment steps")
-        ax.set_ylabel("true episodic return")
-        ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(envs) :]:
-        ax.axis("off")
-    axes.flat[0].legend(loc="upper left", fontsize=8)
-    fig.suptitle("mean ± std over seeds")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-
-
-def _row(results: list[Result], env_id: str, modes: tuple[str, ...]) -> dict[str, float]:
-    row: dict[str, float] = {}
-    for mode in modes:
-        mine = [r for r in results if r.job.env_id == env_id and r.job.mode == mode]
-        finals = [r.final_return for r in mine]
-        row[f"{mode}_return"] = statistics.mean(finals)
-        row[f"{mode}_std"] = statistics.stdev(finals) if len(finals) > 1 else 0.0
-        row[f"{mode}_sps"] = statistics.median(r.sps for r in mine)
-    ppo = row["ppo_return"]
-    for mode in modes[1:]:
-        suffix = "" if mode == "rlhf" else f"_{mode}"
-        row[f"ratio{suffix}"] = row[f"{mode}_return"] / ppo if ppo > 0 else float("nan")
-        accs = [
-            r.val_accuracy
-            for r in results
-            if r.job.env_id == env_id and r.job.mode == mode and r.val_accuracy is not None
-        ]
-        row[f"val_acc{suffix}"] = statistics.mean(accs) if accs else float("nan")
-    return row
-
-
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--steps", type=int, default=300_000, help="env steps per run")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--labels", type=int, default=700, help="oracle labels per RLHF run")
+    seeds = parser.add_argument_group("seeds (printed before the table)")
+    seeds.add_argument(
+        "--seed-set",
+        choices=list(SEED_SETS),
+        default="report",
+        help="report: 101, 102, ... (never used to tune; default); tune: 1-12, the seeds presets"
+        " were chosen on",
+    )
+    seeds.add_argument(
+        "--n-seeds", type=int, default=None, help="the first K of the set (default 3; --quick 1)"
+    )
+    seeds.add_argument("--seeds", type=int, nargs="+", default=None, help="these seeds instead")
+    _teacher_flags(parser)
     parser.add_argument(
         "--env-id",
         nargs="+",
@@ -301,7 +405,13 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (one core each)")
     parser.add_argument("--out", type=Path, default=None, help="results directory")
-    parser.add_argument("--plot", type=Path, default=None, help="learning-curve grid (PNG)")
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        help="learning-curve grid (PNG; default: docs/images/ for 700 perfect labels, pairs and"
+        " no target, else curves.png in --out; --quick: none)",
+    )
     parser.add_argument(
         "--quick", action="store_true", help="20k steps, 1 seed, 100 labels, Hopper-v5"
     )
@@ -312,6 +422,12 @@ def main() -> None:
         default=["pairs"],
         help="RLHF rows: pairs, and/or ratings (the same number of graded clips), and/or both",
     )
+    _run_flags(parser)
+    return parser
+
+
+def _run_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of the runs' other settings."""
     parser.add_argument(
         "--init-log-std",
         type=float,
@@ -349,83 +465,132 @@ def main() -> None:
         " (repeatable; keys and values as rlhf sweep --train takes them); the true-reward PPO"
         " runs stay as they are",
     )
-    args = parser.parse_args()
-    try:
-        extra = _set_flags(args.set)
-    except SpecError as exc:
-        parser.error(str(exc))
+
+
+@dataclass(frozen=True)
+class Grid:
+    """What one invocation runs: tasks x teachers x seeds, PPO once per task and seed."""
+
+    envs: list[str]
+    targets: list[str | None]
+    teachers: list[Teacher]
+    modes: tuple[str, ...]
+    """"ppo" and the learned modes (--feedback-kind)."""
+    seeds: list[int]
+    seed_set: str
+    steps: int
+
+    def jobs(self, args: argparse.Namespace, extra: tuple[tuple[str, Any], ...]) -> list[Job]:
+        """Each task's jobs, seed by seed: PPO (no teacher: Teacher(0)), then every learned mode
+        with every teacher (with the --set settings ``extra``, which are for them only)."""
+        cells = [("ppo", Teacher(0))] + [(m, t) for m in self.modes[1:] for t in self.teachers]
+        return [
+            _make_job(
+                args,
+                Job(env_id, mode, seed, self.steps, teacher.labels),
+                teacher,
+                target,
+                () if mode == "ppo" else extra,
+            )
+            for env_id, target, seed in itertools.product(self.envs, self.targets, self.seeds)
+            for mode, teacher in cells
+        ]
+
+
+def _make_job(
+    args: argparse.Namespace,
+    job: Job,
+    teacher: Teacher,
+    target: str | None,
+    extra: tuple[tuple[str, Any], ...],
+) -> Job:
+    """``job`` with its teacher, target, --set settings and the run flags as rlhf train
+    resolves them for it (PPO on the true reward keeps an absorbing end: it has no learned one)."""
+    fixed = (("teacher.target", target),) if target else ()
+    flags = (args.init_log_std, args.replay_share, args.end_margin)
+    return replace(
+        job,
+        end_value="absorbing" if job.mode == "ppo" else args.end_value,
+        settings=extra,
+        teacher=teacher.settings,
+        target=target,
+        **_settings(job.env_id, job.mode, *flags, fixed + teacher.settings + extra),
+    )
+
+
+def _grid(args: argparse.Namespace) -> Grid:
+    """The invocation's grid from its flags (--quick: Hopper-v5, 20k steps, one seed, 100
+    labels, unless given); SpecError (one line) for a value out of range."""
     # --quick runs Hopper: its returns are above zero from the start (a healthy reward per step),
     # so 20k steps give a ratio; HalfCheetah's PPO is still below zero there (no ratio: nan).
-    args.env_id = args.env_id or ["Hopper-v5" if args.quick else "HalfCheetah-v5"]
-    modes = ("ppo", *dict.fromkeys(KIND_MODES[k] for k in args.feedback_kind))
-    steps, seeds, labels = (
-        (20_480, [1], 100) if args.quick else (args.steps, args.seeds, args.labels)
+    envs = args.env_id or ["Hopper-v5" if args.quick else "HalfCheetah-v5"]
+    noise = {path: getattr(args, opt[2:].replace("-", "_")) for path, opt in TEACHER.items()}
+    seeds, seed_set = _seeds(args)
+    return Grid(
+        envs,
+        _targets(args.target, envs),
+        _teachers(args.labels or [100 if args.quick else 700], noise),
+        ("ppo", *dict.fromkeys(KIND_MODES[k] for k in args.feedback_kind)),
+        seeds,
+        seed_set,
+        20_480 if args.quick else args.steps,
     )
-    out = args.out or Path(tempfile.gettempdir()) / f"bench_rlhf_{steps}"
-    out.mkdir(parents=True, exist_ok=True)
-    plot = args.plot or ROOT / "docs" / "images" / f"rlhf_vs_ppo_{steps // 1000}k.png"
-    jobs = [
-        Job(
-            env_id,
-            mode,
-            seed,
-            steps,
-            labels,
-            end_value="absorbing" if mode == "ppo" else args.end_value,
-            settings=mine,
-            **_settings(env_id, mode, args.init_log_std, args.replay_share, args.end_margin, mine),
-        )
-        for env_id in args.env_id
-        for seed in seeds
-        for mode in modes
-        for mine in [() if mode == "ppo" else extra]  # --set is for the RLHF runs only
-    ]
+
+
+def _plot_path(args: argparse.Namespace, grid: Grid, out: Path) -> Path | None:
+    """--plot; else the docs' figure for the benchmark as it always ran (700 perfect labels,
+    pairs, the env's reward), curves.png in --out for any other grid, none for --quick."""
+    if args.plot or args.quick:
+        return args.plot
+    if grid.teachers == [Teacher(700)] and grid.modes == MODES and grid.targets == [None]:
+        return ROOT / "docs" / "images" / f"rlhf_vs_ppo_{grid.steps // 1000}k.png"
+    return out / "curves.png"
+
+
+def _described(job: Job) -> str:
+    """``Hopper-v5 [backflip] rlhf 200l_m0.1 seed 101``: a run in the progress lines."""
+    task = Task(job.env_id, job.target).text
+    teacher = "" if job.mode == "ppo" else f" {Teacher(job.labels, job.teacher).tag}"
+    return f"{task} {job.mode}{teacher} seed {job.seed}"
+
+
+def _run(jobs: list[Job], out: Path, parallel: int) -> dict[str, Result]:
+    """Every job's result: those already in ``out``, the others run (and saved there)."""
     done = _load(out)
-    todo = [job for job in jobs if job.key not in done]
+    todo = list({job.key: job for job in jobs if job.key not in done}.values())
     print(f"{len(jobs) - len(todo)} runs already in {out}; {len(todo)} to run", flush=True)
     if todo:  # no Ray start-up when every run is already there
         for result in run_jobs(
             _job,
             [(job, out) for job in todo],
-            args.jobs,
-            describe=lambda r: (
-                f"{r.job.env_id} {r.job.mode} seed {r.job.seed}: {r.final_return:.0f}"
-            ),
+            parallel,
+            describe=lambda r: f"{_described(r.job)}: {r.final_return:.0f}",
         ):
             done[result.job.key] = result
-    results = [done[job.key] for job in jobs]
-    rows = {env_id: _row(results, env_id, modes) for env_id in args.env_id}
-    _table(rows, modes)
-    if not args.quick and modes == MODES:
-        _plot(results, args.env_id, steps, labels, plot)
-        print(f"plot: {plot}")
-    figures = []
-    for mode in modes[1:]:
-        key = "ratio" if mode == "rlhf" else f"ratio_{mode}"
-        figures += [f"{key}_{e.split('-')[0]}={r[key]:.2f}" for e, r in rows.items()]
-    # An env where PPO itself ends below zero has no ratio (nan); it is left out of the minimum.
-    finite = [r["ratio"] for r in rows.values() if "ratio" in r and np.isfinite(r["ratio"])]
-    print(
-        f"{' '.join(figures)} ratio_min={min(finite, default=float('nan')):.2f}"
-        f" steps={steps} seeds={len(seeds)} labels={labels}"
-    )
+    return done
 
 
-def _table(rows: dict[str, dict[str, float]], modes: tuple[str, ...]) -> None:
-    """One row per env: final true return of each mode, its ratio to PPO and held-out accuracy
-    (ratings runs: accuracy on held-out pairs is NaN, they have none), steps/s."""
-    names = {"ppo": "PPO (true reward)", "rlhf": "RLHF pairs", "ratings": "RLHF ratings"}
-    head = f"\n{'env':24}" + "".join(f" {names.get(m, 'RLHF ' + m):>18}" for m in modes)
-    head += "".join(f" {'ratio ' + m:>13} {'val acc':>7}" for m in modes[1:])
-    print(head + "".join(f" {'sps ' + m:>12}" for m in modes))
-    for env_id, row in rows.items():
-        line = f"{env_id:24}" + "".join(
-            f" {row[m + '_return']:>10.0f} ± {row[m + '_std']:<5.0f}" for m in modes
-        )
-        for m in modes[1:]:
-            suffix = "" if m == "rlhf" else f"_{m}"
-            line += f" {row['ratio' + suffix]:>13.2f} {row['val_acc' + suffix]:>7.2f}"
-        print(line + "".join(f" {row[m + '_sps']:>12.0f}" for m in modes))
+def main() -> None:
+    parser = _parser()
+    args = parser.parse_args()
+    try:
+        extra = _set_flags(args.set)
+        grid = _grid(args)
+    except SpecError as exc:
+        parser.error(str(exc))
+    out = args.out or Path(tempfile.gettempdir()) / f"bench_rlhf_{grid.steps}"
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"seeds: {' '.join(map(str, grid.seeds))} ({SEED_NOTES[grid.seed_set]})")
+    jobs = grid.jobs(args, extra)
+    done = _run(jobs, out, args.jobs)
+    pairs = [(job, done[job.key]) for job in jobs]
+    rows = make_rows(pairs)
+    print_table(rows)
+    path = _plot_path(args, grid, out)
+    if path is not None:
+        plot(pairs, rows, grid.steps, path)
+        print(f"plot: {path}")
+    print(headline(rows, grid.steps, grid.seeds, grid.seed_set))
 
 
 if __name__ == "__main__":

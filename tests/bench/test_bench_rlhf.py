@@ -1,24 +1,33 @@
-"""scripts/bench_rlhf.py's --set: further rlhf train settings for the RLHF runs, checked up front,
-applied to the run's config and named in a result's file, so a cached result is reused only for
-the same settings."""
+"""scripts/bench_rlhf.py: its --set (further rlhf train settings for the RLHF runs, checked up
+front, applied to the run's config and named in a result's file, so a cached result is reused only
+for the same settings), its teachers (every combination of the teacher flags, one row each, beside
+one PPO run per task and seed), its targets, its seed sets and the results it reads back."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import math
+import re
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from rlhf.config import Config
+from rlhf.config import Config, TeacherConfig
 from rlhf.sweep.spec import SpecError
+from tests.bench.test_benchmarks import TIMEOUT_S, parse_figures, run_quick
 
 BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench_rlhf.py"
+HAS_TARGET = "target" in {f.name for f in fields(TeacherConfig)}
+"""Whether TeacherConfig has its target yet (--teacher.target: a target behaviour's reward)."""
 
 
 @pytest.fixture(scope="module")
 def bench():
+    if str(BENCH.parent) not in sys.path:  # as when run: its helper modules sit beside it
+        sys.path.insert(0, str(BENCH.parent))
     spec = importlib.util.spec_from_file_location("bench_rlhf", BENCH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -52,6 +61,9 @@ def test_set_reaches_the_config_of_the_run(bench) -> None:
         ("query.total_labels=200", "--set query.total-labels: .* use its --labels"),
         ("end-margin=0.3", "use its --end-margin"),
         ("reward=env", "the benchmark sets it"),
+        ("teacher.mistake=0.1", "use its --mistake"),
+        ("teacher.gamma=0.9", "use its --myopia"),
+        ("teacher.target=x", "use its --target"),
         ("gamma=2", "--gamma must be in"),  # out of range: refused before any run
     ],
 )
@@ -80,3 +92,211 @@ def test_the_preset_is_resolved_with_the_settings(bench) -> None:
     assert bench._settings("Hopper-v5", "rlhf", None, None, None)["end_margin"] == 0.3
     fixed = (("terminations", "fixed-horizon"),)
     assert bench._settings("Hopper-v5", "rlhf", None, None, None, fixed)["end_margin"] == 0.0
+
+
+def test_ppo_has_no_teacher_and_every_other_setting_is_in_the_key(bench) -> None:
+    ppo = bench.Job("Hopper-v5", "ppo", 101, 1000, 0)
+    oracle = bench.Job("Hopper-v5", "rlhf", 101, 1000, 200)
+    noisy = bench.Job("Hopper-v5", "rlhf", 101, 1000, 200, teacher=(("teacher.mistake", 0.1),))
+    assert ppo.key == "Hopper-v5__ppo__101__1000"  # no label budget: one run serves every teacher
+    assert oracle.key == "Hopper-v5__rlhf__101__1000__200"  # the perfect teacher's, as before
+    assert noisy.key == "Hopper-v5__rlhf__101__1000__200__teacher.mistake=0.1"
+    # Results saved with --set teacher.mistake=0.1 (before --mistake) keep the key they had.
+    old = bench.Job("Hopper-v5", "rlhf", 101, 1000, 200, settings=(("teacher.mistake", 0.1),))
+    assert old.key == noisy.key
+    for mode in ("ppo", "rlhf"):
+        aimed = bench.Job("Hopper-v5", mode, 101, 1000, 0, target="backflip")
+        assert "__target=backflip" in aimed.key
+        assert aimed.run_settings == (("teacher.target", "backflip"),)  # both modes: its reward
+
+
+def test_every_combination_of_the_teacher_flags_is_a_teacher(bench) -> None:
+    noise = {path: None for path in bench.TEACHER} | {"teacher.mistake": [0.0, 0.1]}
+    teachers = bench._teachers([200, 700], noise)
+    assert [t.text() for t in teachers] == [
+        "200 labels",
+        "200 labels, 10% wrong",
+        "700 labels",
+        "700 labels, 10% wrong",
+    ]
+    assert [t.tag for t in teachers] == ["200l", "200l_m0.1", "700l", "700l_m0.1"]
+    noise = {
+        path: [value] for path, value in zip(bench.TEACHER, (1, 0.99, 0.2, 0.1, 0.05), strict=True)
+    }
+    (teacher,) = bench._teachers([50], noise)
+    assert teacher.text("ratings") == (
+        "50 ratings, beta 1, myopia 0.99, 20% wrong, skip 0.1, equal 0.05"
+    )
+    with pytest.raises(SpecError, match=r"^--mistake 2: --mistake must be in \[0, 1\]$"):
+        bench._teachers([200], {"teacher.mistake": [2.0]})
+    with pytest.raises(SpecError, match=r"^--labels -1: --labels must be >= 0$"):
+        bench._teachers([-1], {})
+
+
+@pytest.mark.parametrize(
+    ("argv", "seeds", "where"),
+    [
+        ([], [101, 102, 103], "report"),  # held out: never used to tune
+        (["--quick"], [101], "report"),
+        (["--seed-set", "tune", "--n-seeds", "12"], list(range(1, 13)), "tune"),
+        (["--n-seeds", "5"], [101, 102, 103, 104, 105], "report"),
+        (["--seeds", "1", "2", "--n-seeds", "5"], [1, 2], "given"),
+    ],
+)
+def test_the_script_chooses_the_seeds(bench, argv: list[str], seeds: list[int], where: str) -> None:
+    assert bench._seeds(bench._parser().parse_args(argv)) == (seeds, where)
+
+
+def test_the_tuning_set_has_twelve_seeds(bench) -> None:
+    with pytest.raises(SpecError, match="the tune set has 12 seeds"):
+        bench._seeds(bench._parser().parse_args(["--seed-set", "tune", "--n-seeds", "13"]))
+
+
+def test_an_unknown_target_is_refused_before_any_run(bench) -> None:
+    with pytest.raises(SpecError, match=r"^--target no-such-target\b"):
+        bench._targets(["no-such-target"], ["Hopper-v5"])
+    assert bench._targets(None, ["Hopper-v5"]) == [None]
+
+
+@pytest.mark.skipif(not HAS_TARGET, reason="TeacherConfig has no target yet")
+def test_a_target_is_checked_on_every_env(bench) -> None:
+    assert bench._targets(["none", "backflip"], ["Hopper-v5"]) == [None, "backflip"]
+    with pytest.raises(SpecError, match="--target backflip: not a target for Walker2d-v5"):
+        bench._targets(["backflip"], ["Hopper-v5", "Walker2d-v5"])
+
+
+@pytest.mark.skipif(not HAS_TARGET, reason="TeacherConfig has no target yet")
+def test_the_target_reaches_the_config_of_the_run(bench) -> None:
+    job = bench.Job("Hopper-v5", "ppo", 101, 1000, 0, target="backflip")
+    assert bench.with_settings(Config(), job.run_settings).teacher.target == "backflip"
+
+
+def _cached(bench, argv: list[str], out: Path) -> list:
+    """Results of every job of ``argv``'s grid saved in ``out`` (none run): PPO ends at 100 x
+    (seed - 100); RLHF at PPO's x labels / 100, halved with mistakes, 10% more on the second
+    seed; it used its labels less (seed - 101) and took 10 x (seed - 100) s."""
+    args = bench._parser().parse_args(argv)
+    jobs = bench._grid(args).jobs(args, ())
+    for job in jobs:
+        final = 100.0 * (job.seed - 100)
+        if job.mode != "ppo":
+            half = 0.5 if dict(job.teacher).get("teacher.mistake") else 1.0
+            final *= job.labels / 100 * half * (1 + 0.1 * (job.seed - 101))
+        used = max(job.labels - (job.seed - 101), 0)
+        curve = [(1000, final / 2), (20_000, final)]
+        result = bench.Result(job, 10.0 * (job.seed - 100), final, used, 0.8, curve)
+        (out / f"{job.key}.json").write_text(json.dumps(bench.asdict(result)))
+    return jobs
+
+
+def _main(bench, monkeypatch, capsys, argv: list[str]) -> list[str]:
+    monkeypatch.setattr(sys, "argv", ["bench_rlhf.py", *argv])
+    bench.main()
+    return capsys.readouterr().out.rstrip("\n").splitlines()
+
+
+def test_one_row_per_teacher_beside_one_ppo_run(bench, tmp_path, monkeypatch, capsys) -> None:
+    argv = ["--quick", "--n-seeds", "2", "--labels", "20", "100", "--mistake", "0", "0.1"]
+    argv += ["--out", str(tmp_path), "--plot", str(tmp_path / "curves.png")]
+    jobs = _cached(bench, argv, tmp_path)
+    assert len(jobs) == 2 + 4 * 2  # PPO once per seed, not once per teacher
+    lines = _main(bench, monkeypatch, capsys, argv)
+    assert lines[0] == "seeds: 101 102 (--seed-set report: held out, never used to tune)"
+    assert lines[1].startswith("10 runs already in ")  # nothing run: no Ray
+    rows = {re.split(r"\s{2,}", line)[1]: line for line in lines if line.startswith("Hopper-v5")}
+    assert list(rows) == [
+        "20 labels",
+        "20 labels, 10% wrong",
+        "100 labels",
+        "100 labels, 10% wrong",
+    ]
+    # PPO 100 and 200: 150 ± 71. RLHF 50 and 110: 80 ± 42, ratio 80 / 150, the lower seed's 0.5;
+    # labels used 100 and 99; wall time 10 and 20 s.
+    shown = " ".join(rows["100 labels, 10% wrong"].split()[5:])
+    assert shown == "150 ± 71 80 ± 42 0.53 0.50 0.80 100 (99-100) 15 (10-20)"
+    assert all(" 150 ± 71 " in row for row in rows.values())
+    figures = parse_figures(lines[-1])
+    assert figures["ratio_Hopper_100l_m0.1"] == "0.53"
+    assert figures["ratio_Hopper_20l"] == "0.21"
+    assert figures["ratio_min"] == "0.11"
+    assert (figures["seeds"], figures["seed_set"], figures["teachers"]) == ("2", "report", "4")
+    assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+def test_one_teacher_keeps_the_headline_as_it_was(bench, tmp_path, monkeypatch, capsys) -> None:
+    argv = ["--quick", "--labels", "20", "--mistake", "0.1", "--out", str(tmp_path)]
+    _cached(bench, argv, tmp_path)
+    figures = parse_figures(_main(bench, monkeypatch, capsys, argv)[-1])
+    assert figures == {
+        "ratio_Hopper": "0.10",
+        "ratio_min": "0.10",
+        "steps": "20480",
+        "seeds": "1",
+        "seed_set": "report",
+        "labels": "20",
+        "mistake": "0.1",
+    }
+
+
+def test_results_saved_before_teachers_are_read(bench, tmp_path, monkeypatch, capsys) -> None:
+    """A PPO result saved with its label budget in its name, and a perfect teacher's, serve."""
+    argv = ["--quick", "--seeds", "1", "--out", str(tmp_path)]
+    for mode, key in (
+        ("ppo", "Hopper-v5__ppo__1__20480__100"),
+        ("rlhf", "Hopper-v5__rlhf__1__20480__100"),
+    ):
+        job = {"env_id": "Hopper-v5", "mode": mode, "seed": 1, "steps": 20480, "labels": 100}
+        job |= {"init_log_std": 0.0, "replay_share": 0.0, "end_value": "absorbing"}
+        job |= {"end_margin": 0.0, "settings": []}  # as saved then: no teacher, no target
+        job |= {"end_value": "zero", "end_margin": 0.3} if mode == "rlhf" else {}
+        key += "__endzero__margin0.3" if mode == "rlhf" else ""
+        final = 200.0 if mode == "ppo" else 150.0
+        result = {"job": job, "seconds": 9.0, "final_return": final, "labels": 100}
+        result |= {"val_accuracy": None, "curve": [[20000, final]]}
+        (tmp_path / f"{key}.json").write_text(json.dumps(result))
+    lines = _main(bench, monkeypatch, capsys, argv)
+    assert lines[1].startswith("2 runs already in ")
+    assert parse_figures(lines[-1])["ratio_Hopper"] == "0.75"
+
+
+def test_a_target_is_a_task_of_its_own(bench, tmp_path, monkeypatch, capsys) -> None:
+    if not HAS_TARGET:  # until TeacherConfig has it, the runs' configs leave it out
+        real = bench.with_settings
+        monkeypatch.setattr(
+            bench,
+            "with_settings",
+            lambda cfg, settings: real(cfg, tuple(s for s in settings if s[0] != "teacher.target")),
+        )
+    monkeypatch.setattr(
+        bench, "_targets", lambda names, envs: [None if n == "none" else n for n in names]
+    )
+    argv = ["--quick", "--target", "none", "backflip", "--out", str(tmp_path)]
+    jobs = _cached(bench, argv, tmp_path)
+    assert [(j.mode, j.target) for j in jobs] == [
+        ("ppo", None),
+        ("rlhf", None),
+        ("ppo", "backflip"),
+        ("rlhf", "backflip"),
+    ]
+    lines = _main(bench, monkeypatch, capsys, argv)
+    assert [re.split(r"\s{2,}", line)[0] for line in lines if line.startswith("Hopper")] == [
+        "Hopper-v5",
+        "Hopper-v5 [backflip]",
+    ]
+    figures = parse_figures(lines[-1])
+    assert "ratio_Hopper" in figures and "ratio_Hopper_backflip" in figures
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TIMEOUT_S + 30)
+def test_quick_run_of_a_noisy_teacher(short_tmp: Path) -> None:
+    pytest.importorskip("ray", reason="needs ray (pip install -e '.[bench]')")
+    lines = run_quick(BENCH, short_tmp, "--mistake", "0.1", "--labels", "20")
+    assert lines[0].startswith("seeds: 101 ")
+    (row,) = [line for line in lines if line.startswith("Hopper-v5")]
+    assert " 20 labels, 10% wrong " in row
+    *_, used, wall = row.split()
+    assert 0 < int(used) <= 20 and float(wall) > 0  # what RLHF used, its wall time
+    figures = parse_figures(lines[-1])
+    assert (figures["labels"], figures["mistake"], figures["seed_set"]) == ("20", "0.1", "report")
+    assert math.isfinite(float(figures["ratio_Hopper"]))

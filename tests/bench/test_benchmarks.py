@@ -12,12 +12,10 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -65,15 +63,6 @@ NEEDS: dict[str, Callable[[], None]] = {
 """Bench -> a check that skips it when an optional package it needs is missing here."""
 
 
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    """A temporary directory with a short path: Ray puts its Unix sockets under ``$TMPDIR``, and
-    a socket's path may be at most 107 bytes (pytest's ``tmp_path`` can be too long)."""
-    path = Path(tempfile.mkdtemp(prefix="bench-", dir="/tmp" if Path("/tmp").is_dir() else None))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
 def parse_figures(line: str) -> dict[str, str]:
     """A bench's last line, ``key=value`` pairs separated by spaces, as a dict; AssertionError
     on anything else."""
@@ -105,17 +94,15 @@ def test_parse_figures() -> None:
             parse_figures(bad)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(TIMEOUT_S + 30)
-@pytest.mark.parametrize("script", BENCHES, ids=[p.stem for p in BENCHES])
-def test_quick_run_ends_with_its_headline_figures(script: Path, short_tmp: Path) -> None:
-    NEEDS.get(script.stem, lambda: None)()
-    env = os.environ | {"TMPDIR": str(short_tmp), "PYTHONUNBUFFERED": "1"}
+def run_quick(script: Path, tmp: Path, *flags: str) -> list[str]:
+    """``script --quick FLAGS`` in a subprocess from ``tmp`` (also its ``TMPDIR``): its stdout's
+    lines; pytest.fail when it runs past TIMEOUT_S or exits other than 0."""
+    env = os.environ | {"TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
     env.setdefault("MUJOCO_GL", "egl")
     # Its own process group: a timeout ends the bench and what it started (Ray, a PPO load).
     proc = subprocess.Popen(
-        [sys.executable, str(script), "--quick"],
-        cwd=short_tmp,
+        [sys.executable, str(script), "--quick", *flags],
+        cwd=tmp,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -136,6 +123,15 @@ def test_quick_run_ends_with_its_headline_figures(script: Path, short_tmp: Path)
     )
     lines = stdout.rstrip("\n").splitlines()
     assert lines, f"{script.name} --quick printed nothing"
+    return lines
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TIMEOUT_S + 30)
+@pytest.mark.parametrize("script", BENCHES, ids=[p.stem for p in BENCHES])
+def test_quick_run_ends_with_its_headline_figures(script: Path, short_tmp: Path) -> None:
+    NEEDS.get(script.stem, lambda: None)()
+    lines = run_quick(script, short_tmp)
     figures = parse_figures(lines[-1])
     ratios = [key for key in figures if key.startswith("ratio_")]
     assert ratios, f"no ratio_ key in {script.name}'s last line: {lines[-1]!r}"
