@@ -202,6 +202,25 @@ class TeacherConfig:
     equal_threshold: float = 0.0
     """Answer 'equal' when |R_left - R_right| < this * (hi - lo), the range of segment returns seen
     (0: never, but for exact ties when beta is inf)."""
+    target: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
+    """A target behaviour that replaces the env's reward as the run's true reward: what the
+    synthetic teacher labels by, what --reward env trains on, and the return the run reports
+    (charts/target_return; the env's own: charts/env_return). With --feedback human it only
+    measures. Names (the robots each is defined for): speed, backward (HalfCheetah, Hopper,
+    Walker2d, Ant, Swimmer), stand, hop (Hopper, Walker2d), jump (HalfCheetah, Hopper, Walker2d),
+    backflip (HalfCheetah, Hopper), crawl (HalfCheetah, Walker2d, Ant); formulas:
+    docs/guide/synthetic.md and rlhf/envs/targets.py."""
+    reward: Annotated[str | None, tyro.conf.arg(metavar="MODULE:FUNCTION")] = None
+    """Your own target instead of a named one: a function in an importable module
+    (mypkg.rewards:speed) or a file (path/to/rewards.py:speed), called with the keyword arguments
+    obs, action, next_obs, qpos, qvel (arrays with a leading batch axis; the physics state after
+    the step) and returning one finite reward per row. Checked on two steps of the env before the
+    run starts."""
+
+    @property
+    def target_name(self) -> str | None:
+        """The run's target as given (a name or MODULE:FUNCTION); None: the env's own reward."""
+        return self.target if self.target is not None else self.reward
 
     def validate(self) -> None:
         _check(self.beta >= 0, "{teacher.beta} must be >= 0")
@@ -209,6 +228,21 @@ class TeacherConfig:
         _check(0 <= self.mistake <= 1, "{teacher.mistake} must be in [0, 1]")
         _check(self.skip_threshold >= 0, "{teacher.skip_threshold} must be >= 0")
         _check(self.equal_threshold >= 0, "{teacher.equal_threshold} must be >= 0")
+        _check(
+            self.target is None or self.reward is None,
+            "{teacher.target} and {teacher.reward} cannot both be set: choose one",
+        )
+        _check(
+            self.reward is None or _is_spec(self.reward),
+            "{teacher.reward} must be MODULE:FUNCTION (e.g. mypkg.rewards:speed or"
+            " path/to/rewards.py:speed); got ",
+            repr(self.reward),
+        )
+
+
+def _is_spec(spec: str) -> bool:
+    module, _, name = spec.rpartition(":")
+    return bool(module) and name.isidentifier()
 
 
 @dataclass(frozen=True)
@@ -307,7 +341,8 @@ class Config:
     stored configuration. Flags may raise --total-timesteps and --query.total-labels and change
     this session's settings (--device, --progress, --port ...); any other change is refused."""
     reward: Literal["learned", "env"] = "learned"
-    """Train PPO on the learned reward (RLHF) or on the true env reward (baseline)."""
+    """Train PPO on the learned reward (RLHF) or on the true env reward (baseline; with
+    --teacher.target, the target's)."""
     algo: Literal["ppo", "sac"] = "ppo"
     """The RL algorithm: PPO (on-policy), or SAC on a replay buffer whose rewards follow the
     latest learned reward, with PEBBLE's unsupervised pretraining (see the sac section)."""
@@ -399,6 +434,11 @@ class Config:
             _check(self.reward == "learned", "{reward_model_file} needs {reward} learned")
             _check(self.labels_from is None, "{labels_from} has no use with {reward_model_file}")
         _check(self.algo == "sac" or not self.sac.her, "{sac.her} needs {algo} sac")
+        _check(
+            not (self.sac.her and self.reward == "env" and self.teacher.target_name),
+            "{sac.her} with {reward} env relabels goals with the env's own reward, not the"
+            " target of {teacher.target}/{teacher.reward}",
+        )
         _check(
             self.algo != "ppo" or self.ppo.num_steps * self.num_envs >= self.ppo.num_minibatches,
             "{ppo.num_steps} x {num_envs} must be >= {ppo.num_minibatches}",

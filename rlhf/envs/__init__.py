@@ -1,4 +1,6 @@
-"""Environments: making them (fixed-horizon if asked), describing them, recording their state."""
+"""Environments: making them (fixed-horizon, paying a target's reward if asked), describing them,
+recording their state; the target behaviours (:mod:`rlhf.envs.targets`,
+:mod:`rlhf.envs.user_reward`)."""
 
 from rlhf.envs.goals import FlatGoalObservation, goal_size, is_goal_space
 from rlhf.envs.make import (
@@ -9,18 +11,21 @@ from rlhf.envs.make import (
     make_env,
     make_vec_env,
     quiet_mujoco_warnings,
+    with_target,
 )
 from rlhf.envs.state import StateKind, StateRecorder
-from rlhf.envs.wrappers import ENDED, FixedHorizon
+from rlhf.envs.wrappers import ENDED, ENV_REWARD, FixedHorizon, TargetReward
 
 __all__ = [
     "ENDED",
+    "ENV_REWARD",
     "EnvError",
     "EnvInfo",
     "FixedHorizon",
     "FlatGoalObservation",
     "StateKind",
     "StateRecorder",
+    "TargetReward",
     "check_env_id",
     "describe_env",
     "goal_size",
@@ -28,4 +33,5 @@ __all__ = [
     "make_env",
     "make_vec_env",
     "quiet_mujoco_warnings",
+    "with_target",
 ]

@@ -29,7 +29,8 @@ from rlhf.envs.goals import (
     mujoco_release,
 )
 from rlhf.envs.state import StateKind, mujoco_sim, state_kind, state_sizes
-from rlhf.envs.wrappers import FixedHorizon
+from rlhf.envs.targets import RunTarget
+from rlhf.envs.wrappers import FixedHorizon, TargetReward
 
 
 def quiet_mujoco_warnings() -> None:
@@ -130,6 +131,12 @@ def make_env(env_id: str, kwargs: dict[str, Any] | None = None, **extra: Any) ->
     return FlatGoalObservation(env) if is_goal_space(env.observation_space) else env
 
 
+def with_target(env: gym.Env, target: RunTarget | None) -> gym.Env:
+    """``env`` paying ``target``'s reward, the env's own kept in ``info["env_reward"]``
+    (:class:`rlhf.envs.wrappers.TargetReward`); ``env`` itself when there is no target."""
+    return env if target is None else TargetReward(env, target.fn, target.name)
+
+
 def describe_env(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvInfo:
     """Make the env once and report what a run needs; refuse envs rlhf cannot train on.
 
@@ -191,16 +198,18 @@ def make_vec_env(
     seed: int,
     kwargs: dict[str, Any] | None = None,
     fixed_horizon: bool = False,
+    target: RunTarget | None = None,
 ) -> gym.vector.SyncVectorEnv:
     """A synchronous vector env with gymnasium's default next-step autoreset.
 
     No normalisation wrappers: the policy normalises its own observations and the reward model
     needs the raw ones, so the env hands out raw data only (which also keeps stepping fast).
-    ``fixed_horizon`` wraps each env in :class:`FixedHorizon`.
+    ``target`` pays its reward instead of the env's (:func:`with_target`); ``fixed_horizon``
+    then wraps each env in :class:`FixedHorizon`.
     """
 
     def one() -> gym.Env:
-        env = make_env(env_id, kwargs)
+        env = with_target(make_env(env_id, kwargs), target)
         return FixedHorizon(env) if fixed_horizon else env
 
     envs = gym.vector.SyncVectorEnv([one for _ in range(num_envs)])

@@ -1,0 +1,208 @@
+"""The catalogue of target behaviours (``--teacher.target``): each formula against values worked out
+by hand from recorded states of the real env, each learnable from random actions, each refusal
+one line, and the guide's table in step with the catalogue."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+import pytest
+
+from rlhf.config import ConfigError
+from rlhf.envs import make_env, with_target
+from rlhf.envs.targets import BODIES, TARGETS, RunTarget, target_fn, target_names
+
+CASES = [(name, fam) for name, t in TARGETS.items() for fam in t.families]
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "synthetic.md"
+
+CTRL_WEIGHT = {"HalfCheetah": 0.1, "Hopper": 1e-3, "Walker2d": 1e-3, "Ant": 0.5, "Swimmer": 1e-4}
+STAND = {"HalfCheetah": 0.7, "Hopper": 1.25, "Walker2d": 1.25}
+LOW = {"HalfCheetah": 0.55, "Walker2d": 1.0, "Ant": 0.45}
+SPEED = {"Swimmer": 0.3}  # else 1 m/s
+
+
+def _record(env_id: str, steps: int, seed: int = 3) -> list[dict]:
+    """Random-action steps of the real env (reset when it ends), each with what a target is
+    called with and what the env itself says: its healthy flag, its control cost, and the torso
+    height from MuJoCo's own kinematics."""
+    env = gym.make(env_id)
+    sim = env.unwrapped
+    obs, _ = env.reset(seed=seed)
+    env.action_space.seed(seed)
+    scratch = mujoco.MjData(sim.model)
+    rows = []
+    for _ in range(steps):
+        action = env.action_space.sample()
+        next_obs, _, terminated, truncated, info = env.step(action)
+        scratch.qpos[:] = sim.data.qpos
+        mujoco.mj_kinematics(sim.model, scratch)  # step() leaves xpos one step behind
+        rows.append(
+            {
+                "obs": obs, "action": action, "next_obs": next_obs,
+                "qpos": sim.data.qpos.copy(), "qvel": sim.data.qvel.copy(),
+                "healthy": float(getattr(sim, "is_healthy", False)),
+                "ctrl": -info["reward_ctrl"], "torso_z": float(scratch.body("torso").xpos[2]),
+            }
+        )  # fmt: skip
+        obs = next_obs
+        if terminated or truncated:
+            obs, _ = env.reset()
+    env.close()
+    return rows
+
+
+def _by_hand(name: str, fam: str, row: dict) -> float:
+    """The catalogue's formula for one step, written out from the env's own figures."""
+    v, vz, w = row["qvel"][0], row["qvel"][1], row["qvel"][2]
+    alive, ctrl, h = row["healthy"], row["ctrl"], row["torso_z"]
+    if name == "speed":
+        return alive - min(abs(v - SPEED.get(fam, 1.0)), 2) - ctrl
+    if name == "backward":
+        return alive + min(max(-v, -10), 10) - ctrl
+    if name == "stand":
+        return alive - min(abs(v), 1) - ctrl
+    if name == "hop":
+        return alive + min(abs(vz), 2) - min(abs(v), 2) - ctrl
+    if name == "jump":
+        return alive + 10 * min(max(h - STAND[fam], -0.5), 1.0) - ctrl
+    if name == "backflip":
+        return min(max(-w, -10), 10) - ctrl
+    if name == "crawl":
+        return alive + min(max(v, -10), 10) - 10 * min(max(h - LOW[fam], 0), 1) - ctrl
+    raise AssertionError(f"no hand formula for {name}: add one")
+
+
+@pytest.mark.parametrize(("name", "fam"), CASES)
+def test_each_target_matches_its_formula_on_recorded_states(name: str, fam: str) -> None:
+    env_id = f"{fam}-v5"
+    rows = _record(env_id, 400, seed=5) if fam == "Ant" else _record(env_id, 60)  # falls later
+    batch = {
+        k: np.stack([r[k] for r in rows]) for k in ("obs", "action", "next_obs", "qpos", "qvel")
+    }
+    got = target_fn(name, env_id)(**batch)
+    expected = np.array([_by_hand(name, fam, r) for r in rows])
+    assert got.shape == (len(rows),)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)  # float32 actions
+    if fam in ("Hopper", "Walker2d", "Ant") and name != "backflip":
+        assert {r["healthy"] for r in rows} == {0.0, 1.0}  # the alive term was tried both ways
+
+
+@pytest.mark.parametrize(
+    ("name", "env_id", "qvel0", "expected"),
+    [  # a still robot at the reset pose, no action: where the clips start to bite
+        ("speed", "HalfCheetah-v5", 5.0, -2.0),  # |5 - 1| = 4, clipped to 2
+        ("speed", "Hopper-v5", 1.0, 1.0),  # alive, at v*
+        ("speed", "Swimmer-v5", 0.3, 0.0),  # Swimmer's v* is 0.3 m/s
+        ("backward", "HalfCheetah-v5", -20.0, 10.0),  # clipped at 10
+        ("backward", "Ant-v5", -2.0, 3.0),  # alive + 2
+        ("stand", "Walker2d-v5", 0.5, 0.5),
+        ("crawl", "Walker2d-v5", 0.0, 1.0 - 2.5),  # torso 1.25 m: 0.25 over 1.0, x 10
+    ],
+)
+def test_the_clipped_terms_by_hand(name: str, env_id: str, qvel0: float, expected: float) -> None:
+    env = gym.make(env_id)
+    env.reset(seed=0)
+    qpos, qvel = env.unwrapped.init_qpos[None].copy(), np.zeros((1, env.unwrapped.model.nv))
+    env.close()
+    qvel[0, 0] = qvel0
+    obs = np.zeros((1, 3))
+    action = np.zeros((1, 2))
+    got = target_fn(name, env_id)(obs=obs, action=action, next_obs=obs, qpos=qpos, qvel=qvel)
+    assert got == pytest.approx([expected])
+
+
+def test_backflip_rewards_turning_nose_up_and_over() -> None:
+    """rooty's positive direction turns the cheetah's front down; a backflip turns it back."""
+    env = gym.make("HalfCheetah-v5")
+    env.reset(seed=0)
+    model, data = env.unwrapped.model, env.unwrapped.data
+    data.qpos[:] = 0
+    data.qpos[2] = 0.3
+    mujoco.mj_kinematics(model, data)
+    front, back = data.body("fthigh").xpos[2], data.body("bthigh").xpos[2]
+    env.close()
+    assert front < back  # +pitch: nose down, so the backflip is -w
+    qvel = np.zeros((1, 9))
+    qvel[0, 2] = -3.0  # nose going up
+    none = np.zeros((1, 6))
+    fn = target_fn("backflip", "HalfCheetah-v5")
+    assert fn(obs=none, action=none, next_obs=none, qpos=np.zeros((1, 9)), qvel=qvel)[0] == 3.0
+
+
+@pytest.mark.parametrize(("name", "fam"), CASES)
+def test_random_actions_give_a_spread_of_segment_returns(name: str, fam: str) -> None:
+    """Learnable in principle: segments of random behaviour are not all worth the same."""
+    env_id = f"{fam}-v5"
+    env = with_target(make_env(env_id), RunTarget(name, target_fn(name, env_id)))
+    env.reset(seed=5)
+    env.action_space.seed(5)
+    returns, ret, steps = [], 0.0, 0
+    while len(returns) < 12:
+        _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+        ret, steps = ret + reward, steps + 1
+        if steps == 10:
+            returns.append(ret)
+        if steps == 10 or terminated or truncated:
+            ret, steps = 0.0, 0
+        if terminated or truncated:
+            env.reset()
+    env.close()
+    assert np.std(returns) > 0.05 * (1 + np.mean(np.abs(returns))), returns
+
+
+def test_targets_are_bounded_per_step() -> None:
+    """Whatever the physics does (huge velocities, flying off), a step's reward stays bounded."""
+    rng = np.random.default_rng(0)
+    for name, fam in CASES:
+        env = gym.make(f"{fam}-v5")
+        nq, nv, na = env.unwrapped.model.nq, env.unwrapped.model.nv, env.action_space.shape[0]
+        env.close()
+        qpos, qvel = rng.normal(0, 1e6, (64, nq)), rng.normal(0, 1e6, (64, nv))
+        action = rng.uniform(-1, 1, (64, na))
+        fn = target_fn(name, f"{fam}-v5")
+        values = fn(obs=None, action=action, next_obs=None, qpos=qpos, qvel=qvel)
+        assert np.all(np.abs(values) <= 25), (name, fam)
+
+
+def test_an_unknown_target_is_refused_in_one_line_with_the_valid_names() -> None:
+    with pytest.raises(ConfigError) as err:
+        target_fn("moonwalk", "Hopper-v5")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("--teacher.target moonwalk")
+    assert message.endswith("choose one of: " + ", ".join(target_names("Hopper-v5")))
+    assert target_names("Hopper-v5") == ["backflip", "backward", "hop", "jump", "speed", "stand"]
+
+
+def test_a_target_of_another_robot_says_whose_it_is() -> None:
+    says = (
+        r"^--teacher\.target backflip: not a target for Walker2d-v5 \(it is for HalfCheetah,"
+        r" Hopper\); choose one of: backward, crawl, hop, jump, speed, stand$"
+    )
+    with pytest.raises(ConfigError, match=says):
+        target_fn("backflip", "Walker2d-v5")
+    with pytest.raises(
+        ConfigError, match=r"Pendulum-v1 has no target behaviours.*--teacher\.reward"
+    ):
+        target_fn("speed", "Pendulum-v1")
+
+
+def test_every_robot_of_the_catalogue_has_a_body() -> None:
+    assert {fam for _, fam in CASES} == set(BODIES)
+    assert {fam: b.ctrl_weight for fam, b in BODIES.items()} == CTRL_WEIGHT
+
+
+def test_the_guide_lists_every_target_with_its_robots_and_formula() -> None:
+    rows = {}
+    for line in GUIDE.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) >= 3 and re.fullmatch(r"`[a-z]+`", cells[0]):
+            rows[cells[0].strip("`")] = cells
+    assert set(rows) == set(TARGETS), "docs/guide/synthetic.md: the target table"
+    for name, target in TARGETS.items():
+        robots = {r.strip() for r in rows[name][1].split(",")}
+        assert robots == set(target.families), name
+        assert target.formula in rows[name][2].replace("`", ""), name
