@@ -11,7 +11,7 @@ import numpy as np
 
 from rlhf.agent.rollout import ObsNormalizer
 from rlhf.core.types import RolloutBatch
-from rlhf.envs import ENDED, StateRecorder
+from rlhf.envs import ENDED, ENV_REWARD, StateRecorder
 from rlhf.envs.goals import SUCCESS
 
 
@@ -33,6 +33,9 @@ class PolicyRollout:
             standard env); what a teacher judging whole episodes would see.
         episode_successes: for envs that report ``info["is_success"]`` (goal envs), 1.0 or 0.0
             per episode that ended: whether its last step reached the goal; empty otherwise.
+        env_returns: with a target behaviour (the true reward is the target's, the env's own is
+            in ``info["env_reward"]``, :class:`rlhf.envs.TargetReward`), the env's own return of
+            each episode that ended, counted as ``episode_returns``; empty otherwise.
     """
 
     raw: RolloutBatch
@@ -43,6 +46,7 @@ class PolicyRollout:
     episode_lengths: list[int]
     horizon_returns: list[float]
     episode_successes: list[float] = field(default_factory=list)
+    env_returns: list[float] = field(default_factory=list)
 
 
 class Actor(Protocol):
@@ -112,6 +116,7 @@ class RolloutCollector:
         self.ep_return = np.zeros(self.num_envs, np.float64)
         self.ep_length = np.zeros(self.num_envs, np.int64)
         self.ep_horizon_return = np.zeros(self.num_envs, np.float64)
+        self.ep_env_return = np.zeros(self.num_envs, np.float64)
         self.ep_alive = np.ones(self.num_envs, bool)
         """Not yet past the step where the env itself would have ended the episode."""
         self.global_step = start_step
@@ -141,6 +146,7 @@ class RolloutCollector:
         lengths: list[int] = []
         horizon_returns: list[float] = []
         successes: list[float] = []
+        env_returns: list[float] = []
         start_step = self.global_step
         for t in range(num_steps):
             raw_obs[t] = self.obs
@@ -161,14 +167,16 @@ class RolloutCollector:
                 )  # fmt: skip
             if self.reward_parts:
                 _record_reward_parts(parts, info, t, num_steps, n)
-            self._tally(rewards[t], valid[t], _ended(info, n))
+            self._tally(rewards[t], valid[t], _ended(info, n), _env_rewards(info, n))
             for i in np.flatnonzero(done):
                 returns.append(float(self.ep_return[i]))
+                if ENV_REWARD in info:
+                    env_returns.append(float(self.ep_env_return[i]))
                 lengths.append(int(self.ep_length[i]))
                 horizon_returns.append(float(self.ep_horizon_return[i]))
                 if SUCCESS in info and info[f"_{SUCCESS}"][i]:  # the episode's last step
                     successes.append(float(info[SUCCESS][i]))
-            self.ep_return[done] = self.ep_horizon_return[done] = 0.0
+            self.ep_return[done] = self.ep_horizon_return[done] = self.ep_env_return[done] = 0.0
             self.ep_length[done] = 0
             self.ep_alive[done] = True
             self.prev_done = done
@@ -193,13 +201,16 @@ class RolloutCollector:
             self.obs_norm.update(raw_obs[num_steps - tail :].reshape(-1, obs_dim))
         last = self.obs_norm(self.obs)
         return PolicyRollout(
-            raw, norm_obs, actions, last, returns, lengths, horizon_returns, successes
+            raw, norm_obs, actions, last, returns, lengths, horizon_returns, successes, env_returns
         )
 
-    def _tally(self, rewards: np.ndarray, valid: np.ndarray, ended: np.ndarray) -> None:
+    def _tally(
+        self, rewards: np.ndarray, valid: np.ndarray, ended: np.ndarray, env_rewards: np.ndarray
+    ) -> None:
         """Add one step to the episode tallies; the step on which the env ends still counts."""
         counted = valid & self.ep_alive
         self.ep_return += np.where(counted, rewards, 0.0)
+        self.ep_env_return += np.where(counted, env_rewards, 0.0)
         self.ep_length += counted
         self.ep_horizon_return += np.where(valid, rewards, 0.0)
         self.ep_alive &= ~(valid & ended)
@@ -212,19 +223,29 @@ def _record_reward_parts(
     parts: dict[str, np.ndarray], info: dict, t: int, num_steps: int, n: int
 ) -> None:
     """Row ``t`` of each reward term the vector env's ``info`` reports (``reward_ctrl`` ->
-    ``ctrl``); an env that did not report a term this step (its mask is False) gets 0."""
+    ``ctrl``; with a target, the env's own reward -> ``env``); an env that did not report a term
+    this step (its mask is False) gets 0."""
     for key, value in info.items():
-        if not key.startswith(_PART_PREFIX) or not isinstance(value, np.ndarray):
+        wanted = key.startswith(_PART_PREFIX) or key == ENV_REWARD
+        if not wanted or not isinstance(value, np.ndarray):
             continue
         if value.shape != (n,) or value.dtype.kind not in "fiu":
             continue
-        part = parts.get(key)
+        name = _PART_PREFIX + "env" if key == ENV_REWARD else key
+        part = parts.get(name)
         if part is None:
-            part = parts[key] = np.zeros((num_steps, n), np.float32)
+            part = parts[name] = np.zeros((num_steps, n), np.float32)
         part[t] = value
         mask = info.get("_" + key)
         if mask is not None and not mask.all():
             part[t, ~mask] = 0.0
+
+
+def _env_rewards(info: dict, n: int) -> np.ndarray:
+    """The env's own reward of each env this step, where a target replaced it (0 elsewhere)."""
+    if ENV_REWARD not in info:
+        return np.zeros(n)
+    return np.where(info[f"_{ENV_REWARD}"], np.asarray(info[ENV_REWARD], np.float64), 0.0)
 
 
 def _ended(info: dict, n: int) -> np.ndarray:

@@ -2,9 +2,10 @@
 
 The agent is ``checkpoints/agent.pt`` (written when a run finishes) or, before that,
 ``checkpoints/last.pt`` (the latest checkpoint). It acts with its mean action (no exploration
-noise) in a fresh env built as the run built it (``config.json``: env id and kwargs), the physics
-state of every step is recorded, and the frames are drawn from those states with the same
-renderer and camera as the labelling clips, played at real time.
+noise) in a fresh env built as the run built it (``config.json``: env id and kwargs, and its target
+behaviour, whose return it reports beside the env's own), the physics state of every step is
+recorded, and the frames are drawn from those states with the same renderer and camera as the
+labelling clips, played at real time.
 """
 
 from __future__ import annotations
@@ -87,10 +88,24 @@ def policy(cfg: Config, state: dict, obs_dim: int, act_dim: int, space) -> Calla
     return lambda obs: actor.mean(norm(obs[None].astype(np.float32)))[0]
 
 
-def record(command: Record) -> tuple[Path, list[float]]:
-    """Write the video; returns its path and the true return of each episode."""
-    from rlhf.envs import make_env
+@dataclass(frozen=True)
+class Recording:
+    """What :func:`record` wrote."""
+
+    path: Path
+    returns: list[float]
+    """The run's true return of each episode (with a target, the target's)."""
+    env_returns: list[float]
+    """With a target: the env's own return of each episode; else empty."""
+    target: str | None = None
+    """The run's target (``--teacher.target`` or ``--teacher.reward``); None: the env's reward."""
+
+
+def record(command: Record) -> Recording:
+    """Write the video; returns where, and the return of each episode."""
+    from rlhf.envs import make_env, with_target
     from rlhf.envs.state import StateKind, state_kind
+    from rlhf.envs.user_reward import resolve_target
     from rlhf.render.policy import write_gif
     from rlhf.render.video import make_renderer, write_video
 
@@ -100,17 +115,22 @@ def record(command: Record) -> tuple[Path, list[float]]:
     cfg = run_config(run)
     state, _ = agent_state(run)
     kwargs = cfg.env_kwargs_dict()
-    env = make_env(cfg.env_id, kwargs)  # flat observations, as the agent was trained on
+    target = resolve_target(cfg.teacher.target, cfg.teacher.reward, cfg.env_id, kwargs)
+    # flat observations, as the agent was trained on; the reward the run reported
+    env = with_target(make_env(cfg.env_id, kwargs), target)
     renderer = make_renderer(cfg.env_id, command.video, kwargs or None)
     try:
         obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
         act = policy(cfg, state, obs_dim, act_dim, env.action_space)
-        frames, returns = [], []
+        frames, returns, env_returns = [], [], []
         for episode in range(command.episodes):
-            qpos, qvel, obs, ret = _episode(env, act, command.seed + episode, command.max_steps)
+            qpos, qvel, obs, ret, env_ret = _episode(
+                env, act, command.seed + episode, command.max_steps
+            )
             size = renderer.goal_size  # goal envs: each frame draws the goal it was after
             frames.append(renderer.render(qpos, qvel, obs[:, -size:] if size else None))
             returns.append(ret)
+            env_returns.append(env_ret)
         video = np.concatenate(frames)
         video = video[:, : video.shape[1] // 2 * 2, : video.shape[2] // 2 * 2]
         out = Path(command.out) if command.out else run / "agent.mp4"
@@ -123,18 +143,21 @@ def record(command: Record) -> tuple[Path, list[float]]:
     finally:
         renderer.close()
         env.close()
-    return out, returns
+    name = None if target is None else target.name
+    return Recording(out, returns, env_returns if target is not None else [], name)
 
 
 def _episode(
     env, act, seed: int, max_steps: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """One episode's recorded states (qpos, qvel per step), observations and true return."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
+    """One episode's recorded states (qpos, qvel per step), observations, true return and the
+    env's own return (the same without a target)."""
+    from rlhf.envs import ENV_REWARD
     from rlhf.envs.state import StateKind, mujoco_sim, state_kind
 
     obs, _ = env.reset(seed=seed)
     inner, mujoco = mujoco_sim(env), state_kind(env) is StateKind.MUJOCO
-    qpos, qvel, seen, ret = [], [], [], 0.0
+    qpos, qvel, seen, ret, env_ret = [], [], [], 0.0, 0.0
     low, high = env.action_space.low, env.action_space.high
     for _ in range(max_steps):
         if mujoco:
@@ -144,14 +167,24 @@ def _episode(
             qpos.append(np.asarray(inner.state, np.float64).copy())
             qvel.append(np.zeros(0))
         seen.append(obs)
-        obs, reward, terminated, truncated, _ = env.step(np.clip(act(obs), low, high))
+        obs, reward, terminated, truncated, info = env.step(np.clip(act(obs), low, high))
         ret += float(reward)
+        env_ret += float(info.get(ENV_REWARD, reward))
         if terminated or truncated:
             break
-    return np.asarray(qpos), np.asarray(qvel), np.asarray(seen), ret
+    return np.asarray(qpos), np.asarray(qvel), np.asarray(seen), ret, env_ret
 
 
 def record_main(command: Record) -> None:
-    out, returns = record(command)
-    shown = ", ".join(f"{r:.1f}" for r in returns)
-    print(f"Wrote {out} ({len(returns)} episode(s), true return {shown})")
+    done = record(command)
+
+    def shown(values: list[float]) -> str:
+        return ", ".join(f"{r:.1f}" for r in values)
+
+    returns = f"true return {shown(done.returns)}"
+    if done.target is not None:
+        returns = (
+            f"target {done.target} return {shown(done.returns)};"
+            f" env return {shown(done.env_returns)}"
+        )
+    print(f"Wrote {done.path} ({len(done.returns)} episode(s), {returns})")

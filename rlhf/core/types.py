@@ -46,7 +46,8 @@ class Segment:
     Attributes:
         obs: raw (un-normalised) observations, shape (T, obs_dim), float32.
         actions: actions as applied to the env (clipped to the action space), (T, act_dim), float32.
-        true_rewards: the environment's own reward for each step, (T,), float32.
+        true_rewards: the run's true reward for each step, (T,), float32: the env's own, or a
+            target behaviour's (``--teacher.target``).
         qpos: MuJoCo generalised positions before each step, (T, nq), float64 (nq may be 0).
         qvel: MuJoCo generalised velocities before each step, (T, nv), float64 (nv may be 0).
         env_id: the gymnasium id the segment comes from (needed to render it).
@@ -96,7 +97,7 @@ class Segment:
 
     @property
     def true_return(self) -> float:
-        """Undiscounted sum of the true env reward over the segment."""
+        """Undiscounted sum of the true reward over the segment."""
         return float(self.true_rewards.sum())
 
 
@@ -167,7 +168,8 @@ class RolloutBatch:
     Attributes:
         obs: raw observations, (T, N, obs_dim) float32.
         actions: actions applied to the env (clipped), (T, N, act_dim) float32.
-        true_rewards: env rewards, (T, N) float32 (0 on reset steps).
+        true_rewards: the run's true rewards (the env's, or a target's), (T, N) float32 (0 on
+            reset steps).
         terminated: the transition at t ended the episode in a terminal state, (T, N) bool.
         truncated: the transition at t ended the episode by a time limit, (T, N) bool.
         valid: the row is a real transition, (T, N) bool.

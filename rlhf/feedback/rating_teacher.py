@@ -1,4 +1,4 @@
-"""A synthetic teacher that grades single clips on a K-level scale from their raw env reward.
+"""A synthetic teacher that grades single clips on a K-level scale from their true reward.
 
 Grades are relative, as a person's are: a clip's grade is where its return falls among the
 returns seen so far. The class boundaries are the 1/K, 2/K, ... quantiles of every perceived

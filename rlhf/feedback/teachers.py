@@ -1,4 +1,6 @@
-"""Synthetic teachers that label pairs from the segments' raw environment reward.
+"""Synthetic teachers that label pairs from the segments' true reward: the env's own, or with
+``--teacher.target``/``--teacher.reward`` the target behaviour's (:mod:`rlhf.envs.targets`), which
+the run's envs pay instead, so the segments carry it.
 
 :class:`SyntheticTeacher` is the B-Pref simulated teacher (Lee et al. 2021), applied in order:
 
@@ -43,7 +45,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 class SyntheticTeacher:
-    """B-Pref simulated teacher over the raw env reward; deterministic for a given ``rng`` seed.
+    """B-Pref simulated teacher over the true reward; deterministic for a given ``rng`` seed.
 
     Every call draws the same number of random numbers (two per pair) whatever the answers, so a
     seed and the sequence of queries fix every answer.

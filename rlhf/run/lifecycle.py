@@ -136,6 +136,8 @@ class Progress:
     """True returns of the last episodes (what the summary and the page report)."""
     recent_successes: deque[float] = field(default_factory=lambda: deque(maxlen=10))
     """Success (1/0) of the last episodes of an env that reports it (goal envs); else empty."""
+    recent_env_returns: deque[float] = field(default_factory=lambda: deque(maxlen=10))
+    """With a target behaviour, the env's own returns of the last episodes; else empty."""
 
     @property
     def mean_return(self) -> float | None:
@@ -145,11 +147,16 @@ class Progress:
     def success_rate(self) -> float | None:
         return _mean(self.recent_successes)
 
+    @property
+    def mean_env_return(self) -> float | None:
+        return _mean(self.recent_env_returns)
+
     def state_dict(self) -> dict[str, Any]:
         return {
             **asdict(self),
             "recent_returns": list(self.recent_returns),
             "recent_successes": list(self.recent_successes),
+            "recent_env_returns": list(self.recent_env_returns),
         }
 
     @classmethod
@@ -157,7 +164,13 @@ class Progress:
         returns = deque(state.pop("recent_returns"), maxlen=10)
         # Checkpoints written before success rates were kept have none.
         successes = deque(state.pop("recent_successes", ()), maxlen=10)
-        return cls(**state, recent_returns=returns, recent_successes=successes)
+        env_returns = deque(state.pop("recent_env_returns", ()), maxlen=10)
+        return cls(
+            **state,
+            recent_returns=returns,
+            recent_successes=successes,
+            recent_env_returns=env_returns,
+        )
 
 
 def _mean(values: deque[float]) -> float | None:
@@ -181,7 +194,7 @@ class Summary:
     """Training time over every session of the run."""
     sps: float
     final_true_return: float | None
-    """Mean true return of the last 10 episodes."""
+    """Mean true return of the last 10 episodes (with a target, the target's return)."""
     episodes: int
     labels_used: int
     reward_val_accuracy: float | None
@@ -191,6 +204,13 @@ class Summary:
     """Share of the last 10 episodes that ended at the goal (envs that report success)."""
     replay_steps: int = 0
     """Env steps spent on replayed pairs (``--query.replay-share``), over every session."""
+    target: str | None = None
+    """The target behaviour that was the run's true reward (``--teacher.target`` NAME or
+    ``--teacher.reward`` MODULE:FUNCTION); None: the env's own reward."""
+    final_target_return: float | None = None
+    """With a target: the mean target return of the last 10 episodes (= final_true_return)."""
+    final_env_return: float | None = None
+    """With a target: the mean return of the env's own reward over the same episodes."""
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:

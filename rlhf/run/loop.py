@@ -284,6 +284,7 @@ def record_iteration(t: Trainer, rollout: PolicyRollout, stats: object) -> None:
     p.episodes += len(rollout.episode_returns)
     p.recent_returns.extend(rollout.episode_returns)
     p.recent_successes.extend(rollout.episode_successes)
+    p.recent_env_returns.extend(rollout.env_returns)
     sps = (step - t.start_step) / max(time.monotonic() - t.started, 1e-9)
     lr = t.agent.optimizer.param_groups[0]["lr"]
     log_iteration(t.logger, rollout, stats, lr, step, sps)  # type: ignore[arg-type]

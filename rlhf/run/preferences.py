@@ -25,7 +25,14 @@ from rlhf.reward.learner import RewardLearner
 from rlhf.run.preflight import RunPlan
 from rlhf.run.run_dir import RunDir
 from rlhf.store import LabelStore
-from rlhf.store.meta import ENV_ID_META, ENV_KWARGS_META, RUN_NAME_META, SCALE_META, TASK_META
+from rlhf.store.meta import (
+    ENV_ID_META,
+    ENV_KWARGS_META,
+    RUN_NAME_META,
+    SCALE_META,
+    TARGET_META,
+    TASK_META,
+)
 from rlhf.store.protocols import TrainerStore
 
 
@@ -85,6 +92,7 @@ def open_preferences(
     # What the person is asked to teach, shown on the page (a goal env says what its marker is).
     store.set_meta(TASK_META, cfg.task or (GOAL_TASK if plan.env.goal_size else ""))
     store.set_meta(ENV_KWARGS_META, cfg.env_kwargs_dict())  # the renderer makes the same env
+    store.set_meta(TARGET_META, cfg.teacher.target_name or "")  # whose return the page shows
     if labels is not None:  # once: a resumed run finds them in its store
         copied = seed_labels(store, labels, cfg.env_id, rating_levels(cfg))
         if copied:

@@ -14,6 +14,8 @@ from rlhf.config import Config, ConfigError, flag
 from rlhf.envs import EnvInfo, describe_env, make_env
 from rlhf.envs.goals import goal_reward_fn
 from rlhf.envs.state import StateKind
+from rlhf.envs.targets import RunTarget
+from rlhf.envs.user_reward import resolve_target
 
 DEFAULT_SEGMENT_STEPS = 50
 """Segment length for the synthetic teacher (and for people, on an env without a step length)."""
@@ -27,11 +29,14 @@ class RunPlan:
         env: what the env is (sizes, step length, time limit, replayable state).
         segment_length: steps per segment.
         terminations: absorbing, fixed-horizon or standard (see ``--terminations``).
+        target: the target behaviour that replaces the env's reward (``--teacher.target`` or
+            ``--teacher.reward``), loaded and checked; None: the env's own reward.
     """
 
     env: EnvInfo
     segment_length: int
     terminations: str
+    target: RunTarget | None = None
 
     @property
     def fixed_horizon(self) -> bool:
@@ -55,7 +60,9 @@ def preflight(cfg: Config) -> RunPlan:
         ConfigError: one line naming the flag to change.
     """
     env = describe_env(cfg.env_id, cfg.env_kwargs_dict())
-    plan = RunPlan(env, _segment_length(cfg, env), cfg.termination_mode)
+    teacher = cfg.teacher
+    target = resolve_target(teacher.target, teacher.reward, cfg.env_id, cfg.env_kwargs_dict())
+    plan = RunPlan(env, _segment_length(cfg, env), cfg.termination_mode, target)
     if cfg.sac.her:
         _check_her(cfg, env)
     if cfg.reward != "learned" or cfg.reward_model_file is not None:  # no label is asked

@@ -2,8 +2,9 @@
 (:class:`StatusBoard`, the one way a stage or a wait tells the page).
 
 Keys follow CleanRL (``charts/``, ``losses/``) plus ``reward/`` and ``labels/`` for the
-preference side. ``charts/episodic_return`` is always the *true* env return, whatever PPO
-trains on.
+preference side. ``charts/episodic_return`` is always the run's *true* return, whatever PPO
+trains on: the env's, or with a target behaviour (``--teacher.target``/``--teacher.reward``)
+the target's, also logged as ``charts/target_return``, the env's own as ``charts/env_return``.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def log_iteration(
         logger.scalar("charts/episodic_length", length, step)
         if horizon != ret:  # fixed-horizon episodes: also the return over every step
             logger.scalar("charts/horizon_return", horizon, step)
+    for ret, env_ret in zip(rollout.episode_returns, rollout.env_returns, strict=False):
+        logger.scalar("charts/target_return", ret, step)  # with a target only (env_returns)
+        logger.scalar("charts/env_return", env_ret, step)
     if rollout.episode_successes:  # goal envs: the share of episodes that ended at the goal
         logger.scalar("charts/success_rate", float(np.mean(rollout.episode_successes)), step)
     logger.scalar("charts/sps", sps, step)

@@ -32,6 +32,7 @@ from rlhf.data.seed_labels import (
     rating_levels,
     read_labels_source,
 )
+from rlhf.envs.user_reward import is_file
 from rlhf.reward.saved import load_saved_reward
 from rlhf.run import agent_view as view
 from rlhf.run.checkpoint import CheckpointError, load_checkpoint
@@ -120,7 +121,14 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
 
 def _absolute_paths(cfg: Config) -> Config:
     files = {"reward_model_file": cfg.reward_model_file, "labels_from": cfg.labels_from}
-    return replace(cfg, **{k: str(Path(v).resolve()) for k, v in files.items() if v is not None})
+    cfg = replace(cfg, **{k: str(Path(v).resolve()) for k, v in files.items() if v is not None})
+    spec = cfg.teacher.reward  # a file's MODULE:FUNCTION, so a resume finds the same file
+    if spec is not None:
+        module, _, name = spec.rpartition(":")
+        if is_file(module):
+            teacher = replace(cfg.teacher, reward=f"{Path(module).expanduser().resolve()}:{name}")
+            cfg = replace(cfg, teacher=teacher)
+    return cfg
 
 
 def _resume_state(cfg: Config) -> dict | None:
@@ -211,6 +219,9 @@ def _summary(t: Trainer, phase: Phase, error: str | None) -> Summary:
         error=error,
         final_success_rate=p.success_rate,
         replay_steps=p.replay_steps,
+        target=cfg.teacher.target_name,
+        final_target_return=p.mean_return if cfg.teacher.target_name else None,
+        final_env_return=p.mean_env_return,
     )
 
 

@@ -26,7 +26,7 @@ from rlhf.agent.sac_learner import SACLearner
 from rlhf.config import Config, ConfigError
 from rlhf.core.status import Phase
 from rlhf.data.seed_labels import LabelsSource, imported_pairs
-from rlhf.envs import make_env, make_vec_env
+from rlhf.envs import make_env, make_vec_env, with_target
 from rlhf.envs.goals import goal_reward_fn
 from rlhf.queries.replayed import Replayer
 from rlhf.run.checkpoint import rng_state, save_atomic, save_checkpoint, set_rng_state
@@ -120,7 +120,7 @@ def build_trainer(
     """
     device = _device(cfg.device)
     envs = make_vec_env(
-        cfg.env_id, cfg.num_envs, cfg.seed, cfg.env_kwargs_dict(), plan.fixed_horizon
+        cfg.env_id, cfg.num_envs, cfg.seed, cfg.env_kwargs_dict(), plan.fixed_horizon, plan.target
     )
     cleanup.callback(envs.close)
     rngs = _rngs(cfg.seed)  # seeds torch too: before the agent's weights are drawn
@@ -148,7 +148,7 @@ def build_trainer(
     t.status = StatusBoard(t.prefs.store, cfg, progress, t.prefs.reward, t.eta_seconds)
     if cfg.query.replay_share:
         kwargs = cfg.env_kwargs_dict()
-        t.replayer = Replayer(lambda: make_env(cfg.env_id, kwargs))
+        t.replayer = Replayer(lambda: with_target(make_env(cfg.env_id, kwargs), plan.target))
         cleanup.callback(t.replayer.close)
     cleanup.callback(t.prefs.store.close)
     cleanup.callback(t.prefs.feedback.close)  # a safety net: the runner closes it with a grace

@@ -29,6 +29,11 @@ TASK_META = "task"
 is). Written by ``run/preferences.py`` and ``rlhf import``; read by the status payload (the page
 shows it) and ``rlhf export``."""
 
+TARGET_META = "target"
+"""The run's target behaviour, whose return the page's curve shows (a string: ``--teacher.target``
+NAME or ``--teacher.reward`` MODULE:FUNCTION; ``""`` for none, the env's own reward). Written by
+``run/preferences.py``; read by the status payload (``server/payloads.py``)."""
+
 ENV_KWARGS_META = "env_kwargs"
 """The env's keyword arguments (a JSON object), so the render workers make the same env as the
 trainer. Written by ``run/preferences.py`` and ``rlhf import``; read by ``render/worker.py`` and

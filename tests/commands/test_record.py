@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,18 +12,22 @@ import pytest
 import torch
 
 from rlhf.agent.ppo_learner import PPOLearner
-from rlhf.commands.record import Record, record
-from rlhf.config import Config, ConfigError, VideoConfig
+from rlhf.commands.record import Record, record, record_main
+from rlhf.config import Config, ConfigError, TeacherConfig, VideoConfig
 from rlhf.run.checkpoint import save_atomic
 from rlhf.run.run_dir import RunDir, write_config
 
 SMALL = VideoConfig(width=64, height=64)
 
 
-def _run(tmp_path: Path, checkpoint: str | None) -> Path:
+def _run(
+    tmp_path: Path, checkpoint: str | None, name: str = "r", target: str | None = None
+) -> Path:
     """A run directory as a HalfCheetah run leaves it, with an untrained agent saved."""
-    cfg = Config(env_id="HalfCheetah-v5", run_name="r", runs_dir=str(tmp_path)).validate()
-    run = RunDir(tmp_path / "r")
+    teacher = TeacherConfig(target=target)
+    cfg = Config(env_id="HalfCheetah-v5", run_name=name, runs_dir=str(tmp_path), teacher=teacher)
+    cfg.validate()
+    run = RunDir(tmp_path / name)
     (run.root / "checkpoints").mkdir(parents=True)
     write_config(run, cfg)
     agent = PPOLearner(17, 6, 1, cfg.ppo, torch.device("cpu")).state_dict()
@@ -45,12 +50,30 @@ def test_record_renders_the_saved_agent_episode_after_episode(
     tmp_path: Path, checkpoint: str
 ) -> None:
     root = _run(tmp_path, checkpoint)
-    out, returns = record(Record(str(root), episodes=2, max_steps=15, video=SMALL))
+    done = record(Record(str(root), episodes=2, max_steps=15, video=SMALL))
+    out, returns = done.path, done.returns
+    assert done.target is None and done.env_returns == []
     assert out == root / "agent.mp4"
     assert len(returns) == 2 and returns[0] != returns[1]  # two episodes, two seeds
     assert _frames(out) == 30
-    gif, _ = record(Record(str(root), max_steps=10, out=str(tmp_path / "a.gif"), video=SMALL))
+    gif = record(Record(str(root), max_steps=10, out=str(tmp_path / "a.gif"), video=SMALL)).path
     assert gif.read_bytes()[:6] == b"GIF89a"
+
+
+def test_record_reports_the_targets_return_beside_the_envs(tmp_path: Path, capsys) -> None:
+    """The same agent and seeds: the env's return of the target run is the plain run's return."""
+    plain_root = _run(tmp_path, "agent.pt")
+    plain = record(Record(str(plain_root), episodes=2, max_steps=15, video=SMALL))
+    root = _run(tmp_path, None, name="t", target="backward")
+    shutil.copy(plain_root / "checkpoints" / "agent.pt", root / "checkpoints" / "agent.pt")
+    command = Record(str(root), episodes=2, max_steps=15, video=SMALL)
+    done = record(command)
+    assert done.target == "backward"
+    assert done.env_returns == pytest.approx(plain.returns)
+    assert done.returns != pytest.approx(done.env_returns)
+    record_main(command)
+    line = capsys.readouterr().out
+    assert "target backward return" in line and "env return" in line
 
 
 def test_record_says_in_one_line_what_is_missing(tmp_path: Path) -> None:
