@@ -14,12 +14,22 @@ export function renderTrainer(s, state) {
   const steps = s.env_steps == null ? "-" : fmt.format(s.env_steps);
   setText("env-steps", s.total_timesteps ? steps + " / " + fmt.format(s.total_timesteps) : steps);
   setText("latest-return", returnText(s));
+  renderTarget(s.target);
   setText("eta", s.eta_seconds == null ? "-" : duration(s.eta_seconds));
   setText("run-name", [s.run_name, s.env_id].filter(Boolean).join(" \u00b7 "));
   $("task-box").hidden = !s.task;
   setText("task", s.task || "");
   state.learning = learningText(s);
   renderProgressBar(state);
+}
+
+// With a target behaviour (--teacher.target, --teacher.reward) the run's return is the target's:
+// say which, beside the figures and on the curve.
+function renderTarget(target) {
+  const name = target ? target + " return" : "return";
+  setText("latest-return-label", "Latest " + name);
+  setText("final-return-label", "Final " + name);
+  setText("legend-true-name", target ? "target return (" + target + ")" : "true return");
 }
 
 // The true return of the last episodes; goal envs add the share that ended at the goal.

@@ -134,6 +134,11 @@ _STATUS = _object(
         "run_name": _nullable("string"),
         "env_id": _nullable("string"),
         "task": _nullable("string"),
+        "target": {
+            **_nullable("string"),
+            "description": "The target behaviour whose return latest_true_return and the curve"
+            " show (--teacher.target or --teacher.reward); null: the env's own reward.",
+        },
         "labeller": {**_nullable("string"), "description": "Your name (named labellers)."},
         "labellers": {"oneOf": [{"type": "null"}, _ref("Labellers")]},
     }

@@ -9,7 +9,14 @@ from rlhf.data.seed_labels import imported_pairs
 from rlhf.server.named import labeller_name, labellers_payload
 from rlhf.server.state import ServerState
 from rlhf.store import RATING, PairRecord
-from rlhf.store.meta import ENV_ID_META, RUN_NAME_META, SCALE_META, STATUS_META, TASK_META
+from rlhf.store.meta import (
+    ENV_ID_META,
+    RUN_NAME_META,
+    SCALE_META,
+    STATUS_META,
+    TARGET_META,
+    TASK_META,
+)
 from rlhf.store.protocols import ServerStore
 
 ENDED_REASONS = {
@@ -96,6 +103,7 @@ def status_payload(state: ServerState) -> dict[str, Any]:
         "run_name": _str_meta(store, RUN_NAME_META),
         "env_id": _str_meta(store, ENV_ID_META),
         "task": _str_meta(store, TASK_META),
+        "target": _str_meta(store, TARGET_META) or None,
         "labeller": labeller_name(state),
         "labellers": labellers_payload(state, labeller_name(state)),
     }

@@ -12,6 +12,7 @@ from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.core.types import Answer
 from rlhf.server import LABELLER_COOKIE
 from rlhf.store import VIDEO_READY, LabelStore
+from rlhf.store.meta import TARGET_META
 from tests.server.wire import TRAVERSALS
 
 Run = tuple[LabelStore, Path]
@@ -283,6 +284,7 @@ def test_status_reports_store_and_trainer_figures(client: FlaskClient, web_run: 
         "run_name": "cheetah-1",
         "env_id": "HalfCheetah-v5",
         "task": None,
+        "target": None,
         "labeller": None,
         "labellers": None,
     }
@@ -290,6 +292,15 @@ def test_status_reports_store_and_trainer_figures(client: FlaskClient, web_run: 
     status = TrainerStatus(Phase.WAITING, labels_requested=25, labels_total=700)
     store.set_meta(STATUS_KEY, status.to_json())
     assert client.get("/api/status").get_json()["total_labels"] == 700
+
+
+def test_status_names_the_target_whose_return_it_reports(client: FlaskClient, web_run: Run) -> None:
+    store, _ = web_run
+    assert client.get("/api/status").get_json()["target"] is None
+    store.set_meta(TARGET_META, "")  # a run without a target writes ""
+    assert client.get("/api/status").get_json()["target"] is None
+    store.set_meta(TARGET_META, "backward")
+    assert client.get("/api/status").get_json()["target"] == "backward"
 
 
 def test_status_counts_this_runs_labels_not_those_copied_by_labels_from(

@@ -13,6 +13,7 @@ from rlhf.core.labellers import shows_twice
 from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.server import serve_in_thread
 from rlhf.store import VIDEO_READY, LabelStore
+from rlhf.store.meta import TARGET_META
 from rlhf.store.policy import CurvePoint
 from tests.web.pages import Server, wait_for, wait_playing
 
@@ -138,3 +139,16 @@ def test_the_finished_screen_shows_the_run_summary(serve: Server, page) -> None:
     assert page.text_content("#final-return") == "1234.5"
     assert page.text_content("#final-labels-done") == "1"
     assert page.locator(".choices").is_hidden()
+
+
+def test_the_page_says_which_targets_return_it_shows(serve: Server, page) -> None:
+    """--teacher.target: the header's return, the finished screen and the curve name the target."""
+    store, _, handle = serve(ready=1)
+    page.goto(handle.url)
+    wait_playing(page, 1)
+    assert page.text_content("#latest-return-label") == "Latest return"
+    assert page.text_content("#legend-true-name") == "true return"
+    store.set_meta(TARGET_META, "backward")
+    wait_for(page, lambda: page.text_content("#latest-return-label") == "Latest backward return")
+    assert page.text_content("#legend-true-name") == "target return (backward)"
+    assert page.text_content("#final-return-label") == "Final backward return"
