@@ -14,7 +14,9 @@ length), as the offline preference datasets do (Preference Transformer's index +
 
 - ``dataset.json``: ``format`` ("rlhf-preferences"), ``schema_version``, the rlhf version that
   wrote it, the run's name, env id and env kwargs, ``task`` (what the labellers were asked to
-  teach, ``rlhf train --task``; null if none), ``rating_scale`` (the run's grade scale,
+  teach, ``rlhf train --task``; null if none), ``target`` (the target behaviour whose reward the
+  segments' true rewards are, ``--teacher.target``/``--teacher.reward``; null: the env's own),
+  ``rating_scale`` (the run's grade scale,
   {"levels": K, "names": [...]}, or null), row counts, and ``minari`` (the Minari dataset id and
   its path inside the dataset).
 - ``segments.parquet``: one row per segment: ``id`` (the run's segment id), ``episode_id`` (its
@@ -56,7 +58,14 @@ from rlhf.data.ratings import (
 from rlhf.data.run_rows import read_run
 from rlhf.data.v1 import V1Segments
 from rlhf.store import LabelStore
-from rlhf.store.meta import ENV_ID_META, ENV_KWARGS_META, RUN_NAME_META, SCALE_META, TASK_META
+from rlhf.store.meta import (
+    ENV_ID_META,
+    ENV_KWARGS_META,
+    RUN_NAME_META,
+    SCALE_META,
+    TARGET_META,
+    TASK_META,
+)
 from rlhf.store.records import pack_segment
 
 FORMAT = "rlhf-preferences"
@@ -65,7 +74,7 @@ REF_COLUMNS = tuple(
     f"{side}_{part}" for side in ("left", "right") for part in ("episode", "start", "length")
 )
 """A pair's segment references by (episode id, start, length), in pairs and labels."""
-CARRIED_META = (RUN_NAME_META, ENV_ID_META, ENV_KWARGS_META, TASK_META, SCALE_META)
+CARRIED_META = (RUN_NAME_META, ENV_ID_META, ENV_KWARGS_META, TASK_META, TARGET_META, SCALE_META)
 """The store's meta keys a dataset carries: ``dataset.json`` holds each under the same name."""
 
 
@@ -132,6 +141,7 @@ def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCount
         "env_id": meta.get(ENV_ID_META),
         "env_kwargs": meta.get(ENV_KWARGS_META, {}),
         "task": meta.get(TASK_META) or None,
+        "target": meta.get(TARGET_META) or None,
         "rating_scale": meta.get(SCALE_META),
         "counts": counts.__dict__,
         "minari": {"dataset_id": MINARI_ID, "path": f"{MINARI_ROOT}/{MINARI_ID}/data"},

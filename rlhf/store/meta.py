@@ -32,7 +32,8 @@ shows it) and ``rlhf export``."""
 TARGET_META = "target"
 """The run's target behaviour, whose return the page's curve shows (a string: ``--teacher.target``
 NAME or ``--teacher.reward`` MODULE:FUNCTION; ``""`` for none, the env's own reward). Written by
-``run/preferences.py``; read by the status payload (``server/payloads.py``)."""
+``run/preferences.py`` and ``rlhf import``; read by the status payload (``server/payloads.py``) and
+``rlhf export`` (a dataset says whose reward its segments' true rewards are)."""
 
 ENV_KWARGS_META = "env_kwargs"
 """The env's keyword arguments (a JSON object), so the render workers make the same env as the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -70,6 +71,7 @@ def test_export_import_export_gives_the_same_files_and_the_same_labels(
     assert new.get_meta("env_id") == "Pendulum-v1"
     assert new.get_meta("task") == "swing up, then hold still"  # what the labels mean
     assert json.loads((tmp_path / "b" / "dataset.json").read_text())["task"] == new.get_meta("task")
+    assert json.loads((tmp_path / "b" / "dataset.json").read_text())["target"] is None  # env's
     for label in old.labels():
         was, now = old.get_pair(label.pair_id), new.get_pair(label.pair_id)
         for a, b in ((was.left, now.left), (was.right, now.right)):
@@ -77,6 +79,18 @@ def test_export_import_export_gives_the_same_files_and_the_same_labels(
                 x, y = getattr(a, field), getattr(b, field)
                 assert x.dtype == y.dtype and np.array_equal(x, y)
             assert (a.env_id, a.start_step, a.absorbing) == (b.env_id, b.start_step, b.absorbing)
+
+
+def test_a_dataset_says_whose_reward_its_true_rewards_are(source: Path, tmp_path: Path) -> None:
+    """A run with --teacher.target: its segments' true rewards are the target's, and say so."""
+    shutil.copytree(source, tmp_path / "run")
+    store = LabelStore(tmp_path / "run" / "labels.sqlite")
+    store.set_meta("target", "backward")
+    store.close()
+    export_run(tmp_path / "run", tmp_path / "a")
+    assert json.loads((tmp_path / "a" / "dataset.json").read_text())["target"] == "backward"
+    import_dataset(tmp_path / "a", tmp_path / "copy")
+    assert LabelStore(tmp_path / "copy" / "labels.sqlite").get_meta("target") == "backward"
 
 
 def test_the_files_are_plain_parquet_with_the_documented_columns(
