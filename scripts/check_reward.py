@@ -1,5 +1,5 @@
-"""Where a run's learned reward is wrong: scored against the env's true reward, on the agent's own
-steps and off them (more action noise, zero actions, random actions), per reward term, and in the
+"""Where a run's learned reward is wrong: scored against the run's true reward (the env's, or its
+target behaviour's: --teacher.target/--teacher.reward), on the agent's own steps and off them (more action noise, zero actions, random actions), per reward term, and in the
 steps before a fall. See rlhf/reward/check.py for what each figure means.
 
     .venv/bin/python scripts/check_reward.py runs/Walker2d-v5__synthetic__2__...
@@ -18,7 +18,8 @@ import torch
 
 from rlhf.commands.record import agent_state, policy, run_config
 from rlhf.config import ConfigError
-from rlhf.envs import make_env
+from rlhf.envs import make_env, with_target
+from rlhf.envs.user_reward import resolve_target
 from rlhf.reward.check import check_reward, format_check
 from rlhf.reward.saved import load_saved_reward
 
@@ -38,7 +39,9 @@ def main(argv: list[str] | None = None) -> str:
     run = Path(args.run)
     cfg = run_config(run)
     state, _ = agent_state(run)
-    env = make_env(cfg.env_id, cfg.env_kwargs_dict())
+    kwargs = cfg.env_kwargs_dict()
+    target = resolve_target(cfg.teacher.target, cfg.teacher.reward, cfg.env_id, kwargs)
+    env = with_target(make_env(cfg.env_id, kwargs), target)  # the true reward the run had
     try:
         obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
         act = policy(cfg, state, obs_dim, act_dim, env.action_space)

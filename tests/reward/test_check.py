@@ -9,6 +9,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from rlhf.config import TeacherConfig
+from rlhf.envs import TargetReward
 from rlhf.reward.check import BEHAVIOURS, check_reward
 from rlhf.run.runner import run
 from tests.support.helpers import tiny_config
@@ -102,3 +104,28 @@ def test_the_script_reads_a_run_and_prints_every_section(tmp_path: Path) -> None
     assert text.startswith("Hopper-v5: on the agent's steps, learned = ")
     for part in ("zero actions", "random actions", "reward_forward", "learned absorbing reward"):
         assert part in text
+
+
+def test_the_script_scores_a_target_run_against_its_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--teacher.target: the true reward the script scores against is the target's."""
+    run(tiny_config(tmp_path, "Hopper-v5", teacher=TeacherConfig(target="stand")))
+    spec = importlib.util.spec_from_file_location(
+        "check_reward", ROOT / "scripts" / "check_reward.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    seen = []
+
+    def spy(reward, absorbing, env, act, episodes, seed):
+        seen.append(env)
+        return check_reward(reward, absorbing, env, act, episodes, seed)
+
+    monkeypatch.setattr(module, "check_reward", spy)
+    module.main([str(tmp_path / "run"), "--episodes", "1"])
+    (env,) = seen
+    assert isinstance(env, TargetReward)
+    env.reset(seed=0)
+    _, reward, *_, info = env.step(np.zeros(3))
+    assert reward != info["env_reward"]
