@@ -20,6 +20,7 @@ from rlhf.config import (
     PPOConfig,
     QueryConfig,
     RewardConfig,
+    SACConfig,
     TeacherConfig,
     VideoConfig,
     WebConfig,
@@ -119,7 +120,7 @@ def _unusual() -> Config:
         ppo=PPOConfig(target_kl=0.02, gamma=0.9),
         query=QueryConfig(total_labels=9, selection="entropy"),
         reward_model=RewardConfig(hidden_sizes=(32, 16, 8)),
-        teacher=TeacherConfig(beta=math.inf, mistake=0.1),
+        teacher=TeacherConfig(beta=math.inf, mistake=0.1, target="backward"),
         video=VideoConfig(fps=12.5, width=64),
         web=WebConfig(token="t0k", port=8080, finish_grace=0.0),
     )
@@ -134,6 +135,16 @@ def test_from_dict_round_trips_through_json(cfg: Config) -> None:
     assert isinstance(again.reward_model.hidden_sizes, tuple)
     assert isinstance(again.query, QueryConfig)
     hash(again)  # frozen all the way down: tuples, not lists
+
+
+def test_a_target_is_refused_where_her_would_relabel_with_the_envs_reward() -> None:
+    her = Config(algo="sac", reward="env", sac=SACConfig(her=True))
+    her.validate()
+    with pytest.raises(ConfigError, match=r"^--sac\.her with --reward env relabels goals .*"
+                       r"--teacher\.target/--teacher\.reward$"):  # fmt: skip
+        dataclasses.replace(her, teacher=TeacherConfig(reward="m:f")).validate()
+    learned = dataclasses.replace(her, reward="learned", teacher=TeacherConfig(target="speed"))
+    learned.validate()  # the learned reward scores relabelled goals; the target only measures
 
 
 def test_policy_clips_default_to_every_10_with_human_feedback_and_off_otherwise() -> None:
