@@ -204,18 +204,18 @@ class TeacherConfig:
     (0: never, but for exact ties when beta is inf)."""
     target: Annotated[str | None, tyro.conf.arg(metavar="NAME")] = None
     """A target behaviour that replaces the env's reward as the run's true reward: what the
-    synthetic teacher labels by, what --reward env trains on, and the return the run reports
-    (charts/target_return; the env's own: charts/env_return). With --feedback human it only
+    synthetic teacher labels by, what --reward env trains on, and the return the run reports as
+    charts/target_return (the env's own: charts/env_return). With --feedback human it only
     measures. Names (the robots each is defined for): speed, backward (HalfCheetah, Hopper,
     Walker2d, Ant, Swimmer), stand, hop (Hopper, Walker2d), jump (HalfCheetah, Hopper, Walker2d),
     backflip (HalfCheetah, Hopper), crawl (HalfCheetah, Walker2d, Ant); formulas:
     docs/guide/synthetic.md and rlhf/envs/targets.py."""
     reward: Annotated[str | None, tyro.conf.arg(metavar="MODULE:FUNCTION")] = None
-    """Your own target instead of a named one: a function in an importable module
-    (mypkg.rewards:speed) or a file (path/to/rewards.py:speed), called with the keyword arguments
-    obs, action, next_obs, qpos, qvel (arrays with a leading batch axis; the physics state after
-    the step) and returning one finite reward per row. Checked on two steps of the env before the
-    run starts."""
+    """Your own target instead of a named one: a function in an importable module, as in
+    mypkg.rewards:speed, or in a file, as in path/to/rewards.py:speed. It is called with the
+    keyword arguments obs, action, next_obs, qpos, qvel (arrays with a leading batch axis; the
+    physics state after the step) and returns one finite reward per row. Checked on two steps of
+    the env before the run starts."""
 
     @property
     def target_name(self) -> str | None:
@@ -341,8 +341,8 @@ class Config:
     stored configuration. Flags may raise --total-timesteps and --query.total-labels and change
     this session's settings (--device, --progress, --port ...); any other change is refused."""
     reward: Literal["learned", "env"] = "learned"
-    """Train PPO on the learned reward (RLHF) or on the true env reward (baseline; with
-    --teacher.target, the target's)."""
+    """Train PPO on the learned reward (RLHF) or on the true env reward (baseline; the target's
+    with --teacher.target)."""
     algo: Literal["ppo", "sac"] = "ppo"
     """The RL algorithm: PPO (on-policy), or SAC on a replay buffer whose rewards follow the
     latest learned reward, with PEBBLE's unsupervised pretraining (see the sac section)."""

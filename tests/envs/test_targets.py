@@ -4,7 +4,11 @@ one line, and the guide's table in step with the catalogue."""
 
 from __future__ import annotations
 
+import ast
+import inspect
+import itertools
 import re
+import textwrap
 from pathlib import Path
 
 import gymnasium as gym
@@ -12,7 +16,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from rlhf.config import ConfigError
+from rlhf.config import ConfigError, TeacherConfig
 from rlhf.envs import make_env, with_target
 from rlhf.envs.targets import BODIES, TARGETS, RunTarget, target_fn, target_names
 
@@ -206,3 +210,23 @@ def test_the_guide_lists_every_target_with_its_robots_and_formula() -> None:
         robots = {r.strip() for r in rows[name][1].split(",")}
         assert robots == set(target.families), name
         assert target.formula in rows[name][2].replace("`", ""), name
+
+
+def test_the_flags_help_names_every_target_with_its_robots() -> None:
+    """--help lists the catalogue (the field's docstring), so it must follow it."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(TeacherConfig))).body[0].body
+    docs = {
+        node.target.id: after.value.value
+        for node, after in itertools.pairwise(body)
+        if isinstance(node, ast.AnnAssign) and isinstance(after, ast.Expr)
+    }
+    text = " ".join(docs["target"].split())
+    for name in TARGETS:
+        assert name in text, name
+    listed = re.findall(
+        r"([a-z]+(?:, [a-z]+)*) \(([A-Z][A-Za-z0-9]+(?:, [A-Z][A-Za-z0-9]+)*)\)", text
+    )
+    robots = {
+        name: tuple(group.split(", ")) for names, group in listed for name in names.split(", ")
+    }
+    assert robots == {name: t.families for name, t in TARGETS.items()}
