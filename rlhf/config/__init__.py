@@ -96,6 +96,11 @@ class RewardConfig:
     tie), so a round that stops early leaves a flat reward instead of a random one, and those
     ties do not compete in early stopping. Default: the env's preset (zero on Walker2d), else
     random (PyTorch's default)."""
+    label_noise: float = 0.1
+    """Share of answers the reward model assumes were given at random (a person gets about one
+    in ten wrong): P(left) = (1 - e) sigmoid(R_left - R_right) + e/2 (Christiano et al. 2017), so
+    a wrong answer cannot outweigh the answers that agree with each other. 0: the plain
+    Bradley-Terry loss (measured: docs/results/settings.md)."""
     patience: int = 3
     """Stop a round after this many epochs without a better validation loss."""
     val_fraction: float = 0.2
@@ -119,6 +124,7 @@ class RewardConfig:
         _check(0 <= self.val_fraction < 1, "{reward_model.val_fraction} must be in [0, 1)")
         _check(self.batch_size >= 1, "{reward_model.batch_size} must be >= 1")
         _check(self.max_epochs >= 1, "{reward_model.max_epochs} must be >= 1")
+        _check(0 <= self.label_noise < 1, "{reward_model.label_noise} must be in [0, 1)")
         _check(
             self.min_epoch_steps is None or self.min_epoch_steps >= 1,
             "{reward_model.min_epoch_steps} must be >= 1",

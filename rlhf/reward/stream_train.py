@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from rlhf.config import RewardConfig
 from rlhf.core.types import Preference
@@ -33,18 +32,19 @@ from rlhf.reward.train import (
     _rng_devices,
     _stack,
     preference_accuracy,
+    preference_nll,
 )
 
 Epochs = Callable[[int], Iterable[list[Preference]]]
 """Pass k -> the training preferences in batches (each label once per pass)."""
 
 
-def _weighted_loss(net: RewardNet, data: _Data, weights: torch.Tensor) -> torch.Tensor:
+def _weighted_loss(
+    net: RewardNet, data: _Data, weights: torch.Tensor, label_noise: float
+) -> torch.Tensor:
     rewards = net(data.x)  # (B, 2, T)
     returns = (rewards * data.mask).sum(dim=-1)
-    losses = F.binary_cross_entropy_with_logits(
-        returns[:, 0] - returns[:, 1], data.mu, reduction="none"
-    )
+    losses = preference_nll(returns[:, 0] - returns[:, 1], data.mu, label_noise, "none")
     return (losses * weights).sum() / weights.sum().clamp_min(1.0)
 
 
@@ -68,7 +68,10 @@ def train_ensemble_streaming(
         for n in members
     ]
     # As in the in-memory trainer, an untrained member's ties do not compete with its epochs.
-    best = [math.inf if n.untrained() else _eval_loss(n, val_data, val_idx) for n in members]
+    best = [
+        math.inf if n.untrained() else _eval_loss(n, val_data, val_idx, cfg.label_noise)
+        for n in members
+    ]
     best_state = [{k: v.clone() for k, v in n.state_dict().items()} for n in members]
     stale = [0] * len(members)
     epoch = n_train = 0
@@ -77,10 +80,12 @@ def train_ensemble_streaming(
         torch.manual_seed(int(rng.integers(2**62)))
         while epoch < cfg.max_epochs and any(s < cfg.patience for s in stale):
             active = [i for i, s in enumerate(stale) if s < cfg.patience]
-            n_train, train_loss = _one_pass(ensemble, opts, active, epochs(epoch), rng)
+            n_train, train_loss = _one_pass(
+                ensemble, opts, active, epochs(epoch), rng, cfg.label_noise
+            )
             epoch += 1
             for i in active:
-                loss = _eval_loss(members[i], val_data, val_idx)
+                loss = _eval_loss(members[i], val_data, val_idx, cfg.label_noise)
                 if loss < best[i]:
                     best[i], stale[i] = loss, 0
                     best_state[i] = {k: v.clone() for k, v in members[i].state_dict().items()}
@@ -106,6 +111,7 @@ def _one_pass(
     active: list[int],
     batches: Iterable[list[Preference]],
     rng: np.random.Generator,
+    label_noise: float,
 ) -> tuple[int, float]:
     """Train the ``active`` members on one pass; returns (labels seen, mean training loss)."""
     seen, total = 0, 0.0
@@ -116,7 +122,7 @@ def _one_pass(
             net.train()
             draws = rng.poisson(1.0, len(batch)) if ensemble.size > 1 else np.ones(len(batch))
             weights = torch.as_tensor(draws, dtype=torch.float32, device=data.x.device)
-            loss = _weighted_loss(net, data, weights)
+            loss = _weighted_loss(net, data, weights, label_noise)
             opts[i].zero_grad(set_to_none=True)
             loss.backward()
             opts[i].step()

@@ -95,32 +95,57 @@ class _Data:
     mu: torch.Tensor
 
 
-def bradley_terry_loss(net: RewardNet, data: _Data, idx: torch.Tensor) -> torch.Tensor:
+def preference_nll(
+    logits: torch.Tensor, mu: torch.Tensor, label_noise: float, reduction: str = "mean"
+) -> torch.Tensor:
+    """Cross-entropy of the soft labels ``mu`` under P(left) = (1 - e) sigmoid(logits) + e/2.
+
+    ``e`` (``--reward-model.label-noise``) is the share of answers assumed given at random, as
+    Christiano et al. (2017) assumed of people (10%): a wrong answer then costs at most
+    -ln(e/2) however sure the model is, so a few mistakes cannot pull a round their way, and
+    the model need not stretch its reward to reach P = 0 or 1 on every label. e = 0 is the
+    plain Bradley-Terry loss.
+    """
+    if label_noise == 0:
+        return F.binary_cross_entropy_with_logits(logits, mu, reduction=reduction)
+    # log P(left) and log P(right), from log-sigmoids so that large |logits| stay finite.
+    keep, half = math.log1p(-label_noise), math.log(label_noise / 2)
+    log_left = torch.logaddexp(keep + F.logsigmoid(logits), torch.full_like(logits, half))
+    log_right = torch.logaddexp(keep + F.logsigmoid(-logits), torch.full_like(logits, half))
+    losses = -(mu * log_left + (1 - mu) * log_right)
+    return losses.mean() if reduction == "mean" else losses
+
+
+def bradley_terry_loss(
+    net: RewardNet, data: _Data, idx: torch.Tensor, label_noise: float = 0.0
+) -> torch.Tensor:
     """Mean cross-entropy of the pairs ``idx`` under ``net`` (in whatever mode it is in)."""
     rewards = net(data.x[idx])  # (B, 2, T)
     returns = (rewards * data.mask[idx]).sum(dim=-1)
-    return F.binary_cross_entropy_with_logits(returns[:, 0] - returns[:, 1], data.mu[idx])
+    return preference_nll(returns[:, 0] - returns[:, 1], data.mu[idx], label_noise)
 
 
 @torch.no_grad()
-def _eval_loss(net: RewardNet, data: _Data, idx: torch.Tensor) -> float:
+def _eval_loss(net: RewardNet, data: _Data, idx: torch.Tensor, label_noise: float = 0.0) -> float:
     """Per-pair loss over ``idx`` in eval mode (dropout off), in chunks."""
     if idx.numel() == 0:
         return math.nan
     net.eval()
     total = 0.0
     for chunk in idx.split(_EVAL_PAIRS):
-        total += float(bradley_terry_loss(net, data, chunk)) * chunk.numel()
+        total += float(bradley_terry_loss(net, data, chunk, label_noise)) * chunk.numel()
     return total / idx.numel()
 
 
 @dataclass(frozen=True)
 class _Round:
-    """What one round trains on: pairs and/or rated clips, and the rating loss's k."""
+    """What one round trains on: pairs and/or rated clips, the rating loss's k, and the share
+    of answers the pair loss assumes random."""
 
     pairs: _Data | None
     ratings: RatingData | None
     k: float
+    label_noise: float = 0.0
 
 
 def _round_loss(
@@ -129,7 +154,7 @@ def _round_loss(
     """The Bradley-Terry loss of ``pairs`` plus the rating loss of ``clips`` (either may be empty)."""
     loss = torch.zeros((), device=next(net.parameters()).device)
     if r.pairs is not None and pairs.numel():
-        loss = loss + bradley_terry_loss(net, r.pairs, pairs)
+        loss = loss + bradley_terry_loss(net, r.pairs, pairs, r.label_noise)
     if r.ratings is not None and clips.numel():
         loss = loss + rating_loss(net, r.ratings, clips, r.k)
     return loss
@@ -137,7 +162,7 @@ def _round_loss(
 
 def _val_loss(net: RewardNet, r: _Round, pairs: torch.Tensor, clips: torch.Tensor) -> float:
     """Validation loss: per-pair BT loss plus the rating loss of all held-out clips."""
-    parts = [_eval_loss(net, r.pairs, pairs) if r.pairs is not None else math.nan]
+    parts = [_eval_loss(net, r.pairs, pairs, r.label_noise) if r.pairs is not None else math.nan]
     parts.append(eval_rating_loss(net, r.ratings, clips, r.k))
     known = [v for v in parts if not math.isnan(v)]
     return float(sum(known)) if known else math.nan
@@ -263,7 +288,10 @@ def train_ensemble(
     (train_idx, val_idx), (rtrain_idx, rval_idx) = split
     ensemble.fit_input_normaliser(*_labelled_steps(prefs, ratings))
     r = _Round(
-        _stack(ensemble, prefs), stack_ratings(ensemble, ratings) if ratings else None, sharpness
+        _stack(ensemble, prefs),
+        stack_ratings(ensemble, ratings) if ratings else None,
+        sharpness,
+        cfg.label_noise,
     )
     device = ensemble.device
     val_t = (torch.from_numpy(val_idx).to(device), torch.from_numpy(rval_idx).to(device))
