@@ -135,8 +135,9 @@ class RewardConfig:
 class QueryConfig:
     """Which segment pairs are sent for labelling, and when."""
 
-    total_labels: int = 700
-    """Labels requested over the whole run."""
+    total_labels: int = 200
+    """Labels requested over the whole run (200: what a person gives in a sitting, about 10
+    minutes of answers)."""
     initial_fraction: float = 0.25
     """Share of labels requested up front from the initial random policy (Christiano: ~25%)."""
     segment_seconds: float = 2.0
