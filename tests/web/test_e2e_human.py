@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import subprocess
@@ -61,7 +62,7 @@ def test_human_feedback_run_trains_on_the_labels_it_was_given(tmp_path: Path) ->
         while proc.poll() is None and time.monotonic() < deadline:
             try:
                 nxt = _get(url + "api/next")
-            except urllib.error.URLError:
+            except (urllib.error.URLError, http.client.HTTPException, ConnectionError):
                 break  # the run has finished and closed its server
 
             if nxt.get("pair") is None:
@@ -71,7 +72,7 @@ def test_human_feedback_run_trains_on_the_labels_it_was_given(tmp_path: Path) ->
             answer = ANSWERS[len(given) % len(ANSWERS)]
             try:
                 reply = _post(url + "api/label", {"pair_id": pair_id, "answer": answer.value})
-            except urllib.error.URLError:
+            except (urllib.error.URLError, http.client.HTTPException, ConnectionError):
                 break  # not acknowledged: the server closed as the run ended
             assert reply["saved"]
             given[pair_id] = answer

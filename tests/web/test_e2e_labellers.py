@@ -3,6 +3,7 @@ run's TensorBoard gets the policy clips (videos/policy) and the labellers' figur
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import subprocess
@@ -81,8 +82,8 @@ def test_two_named_labellers_train_a_run_and_tensorboard_shows_clips_and_agreeme
                         idle = False
                 except urllib.error.HTTPError as err:
                     assert err.code in (409, 503), err.read()  # a pair the other just took
-                except urllib.error.URLError:
-                    break
+                except (urllib.error.URLError, http.client.HTTPException, ConnectionError):
+                    break  # the run finished and its server closed between poll() and the call
             if idle:
                 time.sleep(0.2)
         out, _ = proc.communicate(timeout=120)
