@@ -94,8 +94,10 @@ function accuracyText(acc) {
 export function renderLabellers(s) {
   const info = s.labellers;
   $("labellers").hidden = !info;
+  $("signed-in").hidden = !info;
   if (!info) return;
   setText("you", "You label as " + (info.you || "-"));
+  setText("signed-in", "Signed in as " + (info.you || "-"));
   const list = $("labeller-counts");
   list.replaceChildren(
     ...info.counts.map((c) => {
@@ -104,11 +106,5 @@ export function renderLabellers(s) {
       if (c.name === info.you) li.className = "me";
       return li;
     }),
-  );
-  setText(
-    "agreement",
-    info.agreement == null
-      ? "Agreement: no pair judged by two people yet."
-      : "Agreement: " + Math.round(info.agreement * 100) + "% of " + fmt.format(info.compared) + " pairs judged by two people",
   );
 }

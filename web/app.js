@@ -30,6 +30,10 @@ import { renderLabellers, startAgentView } from "./agent.js";
   const MIN_VIEW_MS = 250; // a second key press this soon after a swap is a double press
   const MAX_EXCLUDE = 100; // the server's limit on ?exclude=
   const PAGE_ID = randomId(); // one per page load: two tabs are two pages to the server
+  // This tab's own link's token, sent with every API call: a browser keeps one token cookie, so
+  // with two named labellers' tabs open, the cookie is whoever's link was opened last. (Videos,
+  // which cannot carry a header, still use the cookie: any labeller's token may watch them.)
+  const TOKEN = params.get("token");
 
   function randomId() {
     const bytes = new Uint8Array(12);
@@ -83,6 +87,7 @@ import { renderLabellers, startAgentView } from "./agent.js";
   // -- server ------------------------------------------------------------------------------------
   async function api(method, path, body) {
     const headers = { Accept: "application/json", "X-Rlhf-Page": PAGE_ID };
+    if (TOKEN) headers.Authorization = "Bearer " + TOKEN;
     const opts = { method, credentials: "same-origin", headers };
     if (body !== undefined) {
       opts.headers["Content-Type"] = "application/json";

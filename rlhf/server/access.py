@@ -3,7 +3,10 @@ and the labeller cookie.
 
 Without a token only loopback ``Host`` headers are answered (DNS rebinding); with one, every
 request must carry it (``?token=`` on the page URL, then an HttpOnly SameSite=Strict cookie, or a
-Bearer header). Cross-origin POSTs are refused (CSRF): their ``Origin`` must be this server's
+Bearer header). The page sends its own URL's token as a Bearer header on every API call, which
+wins over the cookie: a browser has one cookie, so with two named labellers' tabs in it the
+cookie is the last link opened, and only videos (which cannot send a header) rely on it.
+Cross-origin POSTs are refused (CSRF): their ``Origin`` must be this server's
 scheme, host and port exactly, and a browser's ``Sec-Fetch-Site`` must say same-origin. There is
 no CORS.
 """

@@ -109,7 +109,11 @@ def api_next() -> Response:
         pair = pair_payload(recs[0], state.store)
         return jsonify({"pair": pair, **pair, "state": "ready", "reason": None})
     status = status_payload(state)
-    kind, reason = waiting(status, held_elsewhere=bool(exclude))
+    with state.leases.lock:
+        others = state.labellers is not None and bool(
+            state.leases.held_by_others(who, time.monotonic())
+        )
+    kind, reason = waiting(status, held_elsewhere=bool(exclude), held_by_others=others)
     return jsonify({"pair": None, "state": kind, "reason": reason, "status": status})
 
 
@@ -122,7 +126,7 @@ def _lease_next(state: ServerState, exclude: list[int], who: str) -> list[Any]:
         state.leases.take(state.store.ready_among(exclude), who, now, steal=False)
         others = state.leases.held_by_others(who, now)
         recs = state.store.next_ready(set(exclude) | others, limit=1)
-        if not recs and others:
+        if not recs and others and state.labellers is None:  # named: never another's pair
             recs = state.store.next_ready(exclude, limit=1)
         if recs:
             state.leases.take([recs[0].id], who, now)

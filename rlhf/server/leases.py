@@ -12,8 +12,10 @@ LEASE_SECONDS = 300.0
 class Leases:
     """Pairs handed out per labeller, each until its lease expires.
 
-    Leases only spread work: when every ready pair is leased to someone else, the pair is handed
-    out anyway (a second answer is harmless: same answer -> duplicate, different -> 409). Callers
+    Without names, leases only spread work: when every ready pair is leased to another browser,
+    the pair is handed out anyway (a second answer is harmless: same answer -> duplicate,
+    different -> 409). Named labellers are people: a pair leased to one is neither handed to nor
+    answered by another until the lease ends (``named.py``). Callers
     hold :attr:`lock` around a look-then-take sequence, and only ever lease pairs that exist and
     are ready, so the table never holds more entries than there are pairs to hand out.
     """
@@ -29,6 +31,11 @@ class Leases:
     def held_by_others(self, labeller: str, now: float) -> set[int]:
         self._held = {p: v for p, v in self._held.items() if v[1] > now}
         return {p for p, (who, _) in self._held.items() if who != labeller}
+
+    def holder(self, pair_id: int, now: float) -> str | None:
+        """Who holds a live lease on the pair (None: nobody)."""
+        held = self._held.get(pair_id)
+        return held[0] if held is not None and held[1] > now else None
 
     def take(self, pair_ids: Iterable[int], labeller: str, now: float, steal: bool = True) -> None:
         """Lease ``pair_ids`` to ``labeller``; with ``steal=False`` another's live lease stays."""

@@ -3,12 +3,18 @@
 Each labeller labels pairs nobody has labelled; a pair chosen for overlap (``--overlap``) that
 another labeller answered is shown to one more labeller, whose answer is kept as a second
 opinion. Nobody sees or changes another's answer: a label sent for a pair someone else
-answered is refused without saying what they answered, and undo takes back only one's own.
+answered is refused without saying what they answered, undo takes back only one's own, and a
+pair handed to one labeller (leased) cannot be answered by another.
+
+Nothing a labeller can read moves with another's answer: the agreement between labellers is not
+in the API (one second opinion, read before and after, would tell the first answer; with undo,
+every answer could be tried in turn). The run's owner sees it in TensorBoard (``labellers/``).
 What the store refuses is answered by the app's handler for store errors (``app.py``).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from flask import g
@@ -35,6 +41,8 @@ def label_as(
 ) -> bool:
     """Store ``who``'s answer (a label, or a second opinion); True if it is new."""
     owner = state.store.label_owner(pair_id)
+    if owner is NOT_LABELLED:
+        _hold(state, pair_id, who)
     if owner is NOT_LABELLED or owner == who:
         try:
             new = state.store.add_label(
@@ -52,22 +60,31 @@ def label_as(
     return state.store.add_opinion(pair_id, who, answer, response_ms)
 
 
+def _hold(state: ServerState, pair_id: int, who: str) -> None:
+    """Lease the pair to ``who`` before their label is written, or refuse it if another holds
+    it: the page it was handed to may still answer it."""
+    with state.leases.lock:
+        now = time.monotonic()
+        holder = state.leases.holder(pair_id, now)
+        if holder is not None and holder != who:
+            raise ApiError(409, "leased", f"Pair {pair_id} is being labelled by another labeller.")
+        state.leases.take([pair_id], who, now)
+
+
 def labeller_name(state: ServerState) -> str | None:
     """The named labeller making this request (None without names)."""
     return g.get("labeller") if state.labellers is not None else None
 
 
 def labellers_payload(state: ServerState, who: str | None) -> dict[str, Any] | None:
-    """The stats view: answers per labeller and their agreement (None without names)."""
+    """The stats view: answers per labeller (None without names). Not their agreement: see
+    the module's docstring."""
     if state.labellers is None:
         return None
-    stats = state.store.labeller_stats()
-    counts = dict(stats.labels)
+    counts = dict(state.store.labeller_stats().labels)
     return {
         "you": who,
         "counts": [{"name": n, "labels": counts.get(n, 0)} for n in _names(state)],
-        "compared": stats.compared,
-        "agreement": stats.agreement,
         "overlap": state.overlap,
     }
 

@@ -112,8 +112,15 @@ _STATUS = _object(
         "total_labels": _int(nullable=True),
         "pending": _int(),
         "ready": _int(),
-        "equal": _int(),
-        "skipped": _int(),
+        "equal": {
+            **_int(nullable=True),
+            "description": "Labels answered 'equal'; null with named labellers (a count that"
+            " moves with another's answer would tell it).",
+        },
+        "skipped": {
+            **_int(nullable=True),
+            "description": "Labels answered 'skip'; null with named labellers.",
+        },
         "failed": _int(),
         "pairs": _int(),
         "iteration": _int(nullable=True),
@@ -150,8 +157,6 @@ _LABELLERS = _object(
             "type": "array",
             "items": _object({"name": {"type": "string"}, "labels": _int()}),
         },
-        "compared": _int(),
-        "agreement": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
         "overlap": {"type": "number", "minimum": 0, "maximum": 1},
     }
 )

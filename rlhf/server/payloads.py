@@ -81,8 +81,9 @@ def status_payload(state: ServerState) -> dict[str, Any]:
         "total_labels": total or hint,
         "pending": counts.pending_video,
         "ready": counts.ready_unlabelled,
-        "equal": counts.equal,
-        "skipped": counts.skipped,
+        # Named labellers: counts that move with another's answer would tell it (named.py).
+        "equal": None if state.labellers is not None else counts.equal,
+        "skipped": None if state.labellers is not None else counts.skipped,
         "failed": counts.failed,
         "pairs": counts.pairs - imported,
         "iteration": figure("iteration"),
@@ -139,13 +140,18 @@ def _str_meta(store: ServerStore, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def waiting(status: dict[str, Any], held_elsewhere: bool) -> tuple[str, str]:
-    """(state, reason) shown when there is no pair to label."""
+def waiting(
+    status: dict[str, Any], held_elsewhere: bool, held_by_others: bool = False
+) -> tuple[str, str]:
+    """(state, reason) shown when there is no pair to label: ``held_elsewhere``, the page holds
+    pairs already; ``held_by_others``, other named labellers hold the ready ones."""
     phase = Phase(status["phase"]) if status["phase"] else None
     if status["closing"]:
         return "finished", ENDED_REASONS.get(phase, CLOSING_REASON)  # type: ignore[arg-type]
     if status["pending"] > 0:
         return "rendering", "Rendering the next videos..."
+    if status["ready"] > 0 and held_by_others and not held_elsewhere:
+        return "busy", "Every ready pair is being labelled by another labeller; waiting..."
     if status["ready"] > 0 and held_elsewhere:
         return "busy", "Every ready pair is already on this page; waiting for new ones..."
     if phase is Phase.FINISHED:

@@ -110,17 +110,45 @@ def test_two_named_labellers_label_one_run(browser, two_labellers) -> None:
         wait_playing(bob, 2)
         bob.keyboard.press("ArrowRight")
         wait_for(bob, lambda: store.labeller_stats().agreement == 1.0)
-        # The stats view on each page: answers per labeller and the agreement.
+        # The stats view on each page: answers per labeller, never the agreement (it would
+        # tell bob alice's answers).
         alice.wait_for_function(
-            "() => document.getElementById('agreement').textContent.includes('100% of 1')",
+            "() => document.getElementById('labeller-counts').textContent.includes('bob: 1')",
             timeout=8000,
         )
+        assert "%" not in (alice.text_content("#agreement") or "")
+        assert alice.text_content("#signed-in") == "Signed in as alice"
         counts = alice.locator("#labeller-counts li").all_text_contents()
         assert counts == ["alice: 2", "bob: 1"]
         assert alice.text_content("#labeller-counts li.me") == "alice: 2"
     finally:
         for ctx in contexts:
             ctx.close()
+
+
+def test_two_labellers_tabs_in_one_browser_each_label_as_their_own(browser, two_labellers) -> None:
+    """One browser keeps one token cookie: bob's link opened after alice's must not make
+    alice's tab label as bob."""
+    store, urls = two_labellers
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    try:
+        alice = context.new_page()
+        alice.goto(urls["alice"])
+        first = _shown(alice)
+        wait_playing(alice, first)
+        bob = context.new_page()  # the same browser: the cookie is now bob's
+        bob.goto(urls["bob"])
+        bob.wait_for_function("() => document.getElementById('you').textContent.includes('bob')")
+        alice.bring_to_front()
+        alice.keyboard.press("ArrowLeft")
+        wait_for(alice, lambda: len(store.labels()) == 1)
+        assert [(lb.pair_id, lb.labeller) for lb in store.labels()] == [(first, "alice")]
+        alice.wait_for_function(
+            "() => document.getElementById('you').textContent.includes('alice')"
+        )
+        assert alice.text_content("#signed-in") == "Signed in as alice"
+    finally:
+        context.close()
 
 
 def test_the_finished_screen_shows_the_run_summary(serve: Server, page) -> None:
