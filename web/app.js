@@ -72,12 +72,14 @@ import { renderLabellers, startAgentView } from "./agent.js";
     scrubbing: false,
     ended: null, // the status that said the run is closing; no new answers from then on
     serverGone: false, // the server stopped answering after the run ended
+    diskFull: false, // the trainer's disk is full: answers wait in the outbox until "Send again"
   };
   const timers = { fill: 0, status: 0 };
   const player = createPlayer(state, PREFETCH);
   const outbox = createOutbox(state, params.get("token"), {
     api,
     deny,
+    diskFull,
     onLabel: onLabelAnswer,
     onUndo: onUndoAnswer,
     drained: pollStatus,
@@ -108,6 +110,17 @@ import { renderLabellers, startAgentView } from "./agent.js";
       (data && data.message) ||
       "Access denied: open the full link printed in the terminal (it ends with ?token=...).";
     render();
+  }
+
+  function diskFull() {
+    state.diskFull = true;
+    render();
+  }
+
+  function sendAgain() {
+    state.diskFull = false;
+    render();
+    outbox.pump();
   }
 
   function show(pair) {
@@ -205,7 +218,7 @@ import { renderLabellers, startAgentView } from "./agent.js";
   // -- answers and the outbox ------------------------------------------------------------------------
   function answer(value, grade) {
     const pair = state.current;
-    if (!pair || state.denied || state.ended) return;
+    if (!pair || state.denied || state.ended || state.diskFull) return;
     // A clip to rate takes a grade (or a skip: grade null), a pair anything but a grade.
     if (isRating(pair) !== (value === "grade" || (value === "skip" && isRating(pair)))) return;
     const failed = state.failed.has(pair.pair_id);
@@ -221,7 +234,7 @@ import { renderLabellers, startAgentView } from "./agent.js";
   }
 
   function undo() {
-    if (state.denied || state.ended) return;
+    if (state.denied || state.ended || state.diskFull) return;
     const unsent = outbox.takeBackUnsent(); // the server never saw it: take it back here
     if (unsent) {
       bringBack(unsent.pair);
@@ -319,7 +332,9 @@ import { renderLabellers, startAgentView } from "./agent.js";
     if (state.ended) renderFinished();
     const n = state.outbox.filter((op) => op.kind === "label").length;
     let text = "";
-    if (state.retryMs > 0) {
+    if (state.diskFull) {
+      text = n + " unsaved: the trainer's disk is full";
+    } else if (state.retryMs > 0) {
       text = "Connection lost: " + n + " unsaved, retrying in " + Math.round(state.retryMs / 1000) + " s";
     } else if (n > 1) {
       text = "Saving " + n + " labels...";
@@ -331,6 +346,15 @@ import { renderLabellers, startAgentView } from "./agent.js";
 
   function overlayState() {
     if (state.denied) return ["error", state.denied];
+    if (state.diskFull) {
+      const n = state.outbox.filter((op) => op.kind === "label").length;
+      const kept = n === 1 ? "Your last answer is" : n + " answers are";
+      return [
+        "error",
+        "The trainer's disk is full: " + kept + " not saved yet, and kept in this page. Free some" +
+          " space on the trainer's machine, then press \u201cSend again\u201d.",
+      ];
+    }
     if (!state.current) return ["waiting", state.waitingReason];
     if (state.failed.has(state.current.pair_id)) {
       return ["error", "This video could not be loaded. Press \u201cCan't tell\u201d (Space) to skip it."];
@@ -345,10 +369,11 @@ import { renderLabellers, startAgentView } from "./agent.js";
     overlay.className = "overlay" + (kind ? " " + kind : "");
     setText("overlay-text", text);
     const pair = state.current;
-    const playable = pair && !state.denied && !state.failed.has(pair.pair_id);
+    const playable = pair && !state.denied && !state.diskFull && !state.failed.has(pair.pair_id);
     for (const id of ["btn-left", "btn-right", "btn-equal"]) $(id).disabled = !playable;
-    $("btn-skip").disabled = !pair || !!state.denied;
-    $("btn-undo").disabled = !!state.denied;
+    $("btn-skip").disabled = !pair || !!state.denied || state.diskFull;
+    $("btn-undo").disabled = !!state.denied || state.diskFull;
+    $("btn-resend").hidden = !state.diskFull;
     $("play").disabled = !playable;
     $("scrub").disabled = !playable;
     renderGrades(pair, playable, (grade) => answer("grade", grade));
@@ -380,6 +405,7 @@ import { renderLabellers, startAgentView } from "./agent.js";
       b.addEventListener("click", () => answer(b.dataset.answer));
     }
     $("btn-undo").addEventListener("click", undo);
+    $("btn-resend").addEventListener("click", sendAgain);
     player.bind(onVideoError);
     window.addEventListener("beforeunload", (e) => {
       if (state.outbox.some((op) => op.kind === "label")) e.preventDefault();

@@ -22,8 +22,10 @@ function labelBody(op) {
   return body;
 }
 
-// hooks: api(method, path, body), deny(data), onLabel(op, res), onUndo(res), drained() (the
-// run has ended and nothing is left to send), render() (the outbox line changed).
+// hooks: api(method, path, body), deny(data), diskFull(data) (the trainer's disk is full: the
+// answer stays queued, and is sent again only when the person asks), onLabel(op, res),
+// onUndo(res), drained() (the run has ended and nothing is left to send), render() (the outbox
+// line changed).
 export function createOutbox(state, token, hooks) {
   const key = "rlhf.outbox." + location.host + linkTag(token);
   let timer = 0;
@@ -76,6 +78,8 @@ export function createOutbox(state, token, hooks) {
     state.sending = false;
     op.inFlight = false;
     if (res && (res.status === 401 || res.status === 403)) return hooks.deny(res.data);
+    // Retrying cannot help until someone frees space: no backoff loop, the page says so.
+    if (res && res.status === 507) return hooks.diskFull(res.data);
     if (!res || res.status >= 500 || res.status === 429) return retryLater();
     state.retryMs = 0;
     state.outbox.shift();

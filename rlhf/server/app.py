@@ -24,6 +24,7 @@ from rlhf.store import (
     UnknownPair,
     WrongKind,
 )
+from rlhf.store.errors import io_error_line, is_disk_full
 from rlhf.store.protocols import ServerStore
 
 log = logging.getLogger(__name__)
@@ -141,6 +142,7 @@ def create_app(
         app.register_error_handler(store_error, _store_error)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(sqlite3.OperationalError, _db_busy)
+    app.register_error_handler(OSError, _os_error)
     app.register_error_handler(Exception, _unexpected_error)
     return app
 
@@ -170,9 +172,27 @@ def _http_error(err: HTTPException) -> Response:
 
 
 def _db_busy(err: sqlite3.OperationalError) -> Response:
+    if is_disk_full(err):
+        return _disk_full(err)
     # "database is locked" after the 30 s busy timeout: the page retries, so say "try again".
     log.warning("label store busy: %s", err)
     return _error_response(503, "store_busy", "The label store is busy; please retry.")
+
+
+def _os_error(err: OSError) -> Response:
+    return _disk_full(err) if is_disk_full(err) else _unexpected_error(err)
+
+
+def _disk_full(err: OSError | sqlite3.Error) -> Response:
+    # Not a 503: retrying cannot help until someone frees space, so the page stops and says so
+    # (it keeps the answer to send again), and the console says which file.
+    log.error("%s", io_error_line(err))
+    return _error_response(
+        507,
+        "disk_full",
+        "The trainer's disk is full: the answer was not saved. Free some space on the"
+        " trainer's machine, then send it again.",
+    )
 
 
 def _unexpected_error(err: Exception) -> Response:

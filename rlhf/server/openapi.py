@@ -55,6 +55,8 @@ _ERRORS = {
     416: "The requested byte range is not in the video.",
     431: "The request line and headers are too large.",
     503: "The server is shutting down, or the label store is busy: retry.",
+    507: "The trainer's disk is full: the answer was not saved; send it again once space is"
+    " freed (retrying sooner cannot help).",
 }
 _ALWAYS = (400, 401, 403, 413, 431, 503)
 """What any request may get: the HTTP layer's and access control's answers, and "retry later"."""
@@ -322,6 +324,7 @@ _PATHS: dict[str, Any] = {
                 409,
                 415,
                 422,
+                507,
             ),
         }
     },
@@ -333,7 +336,7 @@ _PATHS: dict[str, Any] = {
                 "required": False,
                 "content": {"application/json": {"schema": {"type": "object"}}},
             },
-            "responses": _responses(_json(_ref("UndoReply"), "Undone."), 409),
+            "responses": _responses(_json(_ref("UndoReply"), "Undone."), 409, 507),
         }
     },
     "/videos/{pair_id}.mp4": {

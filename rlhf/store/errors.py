@@ -52,6 +52,15 @@ class PairNotShown(QueryError):
     """The pair's video was never ready, so nobody can have watched it: a label would be a guess."""
 
 
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether a write failed because the disk (or a quota, or a file size limit) is full:
+    SQLite's SQLITE_FULL, or an OSError with ENOSPC, EDQUOT or EFBIG."""
+    if isinstance(exc, sqlite3.Error):
+        name = getattr(exc, "sqlite_errorname", "")
+        return name == "SQLITE_FULL" or "database or disk is full" in str(exc).lower()
+    return isinstance(exc, OSError) and exc.errno in _FULL
+
+
 def io_error_line(exc: OSError | sqlite3.Error) -> str:
     """What failed, the likely cause where one is plain, and that stored labels are kept."""
     if isinstance(exc, sqlite3.Error):
