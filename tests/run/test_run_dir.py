@@ -103,13 +103,21 @@ def test_taking_the_trainer_lock_removes_what_a_killed_writer_left(tmp_path: Pat
         assert orphans[0].exists()
 
 
+_FULL = Config().to_dict()
+"""A complete config.json as written before it carried a schema and a checksum."""
+
+
 @pytest.mark.parametrize(
     ("content", "needle"),
     [
         (None, "no config.json in it"),
         ("{not json", "config.json is not valid JSON"),
-        (json.dumps({"seed": 1, "colour": "red"}), "config.json: unknown settings colour"),
-        (json.dumps({"seed": "one"}), "config.json: seed has a value"),
+        (json.dumps({**_FULL, "colour": "red"}), "config.json: unknown settings colour"),
+        (json.dumps({**_FULL, "seed": "one"}), "config.json: seed has a value"),
+        # Damaged or incomplete: refused, never filled from the defaults (issue 32).
+        ("{}", "config.json is incomplete: it lacks env_id (and 6 more settings)"),
+        ("[]", "config.json is not a JSON object but list"),
+        (json.dumps({"seed": 1, "env_id": "Hopper-v5"}), "config.json is incomplete: it lacks"),
     ],
 )
 def test_read_config_errors_are_one_line(tmp_path: Path, content: str | None, needle: str) -> None:
@@ -120,5 +128,64 @@ def test_read_config_errors_are_one_line(tmp_path: Path, content: str | None, ne
     with pytest.raises(ConfigError) as info:
         read_config(run.root)
     assert needle in str(info.value) and "\n" not in str(info.value)
+    if content is not None:  # the way out: the labels are kept, the run name is not reused
+        assert str(info.value).endswith(f"--labels-from {run.root} --run-name NEW")
     with pytest.raises(ConfigError, match="no such run directory"):
         read_config(tmp_path / "missing")
+
+
+def _signed(tmp_path: Path) -> RunDir:
+    cfg = Config(env_id="Hopper-v5", feedback="synthetic", total_timesteps=60_000)
+    run = RunDir(tmp_path / "r")
+    run.root.mkdir()
+    write_config(run, cfg)
+    return run
+
+
+def test_config_json_carries_a_schema_and_a_checksum_that_a_damaged_file_fails(
+    tmp_path: Path,
+) -> None:
+    run = _signed(tmp_path)
+    data = json.loads(run.config.read_text())
+    assert data["config_schema"] == 1 and len(data["sha256"]) == 64
+    assert read_config(run.root).total_timesteps == 60_000  # a whole file reads back
+    for change, needle in (
+        ({"total_timesteps": 1_000_000}, "does not match its sha256"),  # one value damaged
+        ({"config_schema": 99}, "config_schema 99; this rlhf reads up to 1: upgrade rlhf"),
+    ):
+        run.config.write_text(json.dumps({**data, **change}))
+        with pytest.raises(ConfigError, match=needle):
+            read_config(run.root)
+    # Without its checksum (an edit that dropped it) the file must still name every setting.
+    unsigned = {k: v for k, v in data.items() if k != "sha256"}
+    del unsigned["query"]["total_labels"]
+    run.config.write_text(json.dumps(unsigned))
+    with pytest.raises(ConfigError, match="is incomplete: it lacks query.total_labels;"):
+        read_config(run.root)
+
+
+def test_a_complete_config_json_from_before_the_checksum_still_resumes(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "r")
+    run.root.mkdir()
+    run.config.write_text(json.dumps({**_FULL, "seed": 7}))
+    assert read_config(run.root).seed == 7
+
+
+def test_resume_with_an_empty_config_json_is_refused_and_leaves_it_alone(tmp_path: Path) -> None:
+    """Issue 32: ``{}`` used to resume as a human run of 1,000,000 steps and rewrite the file."""
+    import subprocess
+    import sys
+
+    run = _signed(tmp_path)
+    run.config.write_text("{}")
+    result = subprocess.run(
+        [sys.executable, "-m", "rlhf", "train", "--resume", str(run.root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"rlhf: error: {run.config} is incomplete: it lacks env_id")
+    assert "--run-name NEW" in lines[0] and "Traceback" not in result.stderr
+    assert run.config.read_text() == "{}"
