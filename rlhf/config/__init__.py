@@ -267,7 +267,15 @@ class VideoConfig:
     fps: Annotated[float | None, tyro.conf.arg(metavar="FLOAT")] = None
     """Frames per second; None plays the segment at real time (1 / env dt)."""
     ready_ahead: int = 6
-    """Pairs the render workers keep ready (or rendering) ahead of the labeller."""
+    """The fewest pairs the render workers keep ready (or rendering) ahead of the labeller. They
+    keep more while the labeller answers faster than one render takes (the answers expected
+    during one render, twice over, plus one per render process), up to
+    ``--video.ready-ahead-max``: a machine whose cores are shared lengthens each render, so it
+    raises the number by itself."""
+    ready_ahead_max: int = 24
+    """The most pairs kept ready (or rendering) for a fast labeller; the same number as
+    ``--video.ready-ahead`` keeps a fixed number. More costs render time the trainer could have
+    had, and pairs a newer policy retires before anyone sees them."""
     render_processes: int = 0
     """Render processes; 0: one per core but the trainer's, at least 2, at most 4."""
     antialias: bool = False
@@ -279,6 +287,7 @@ class VideoConfig:
         _check(self.height >= 16, "{video.height} must be >= 16")
         _check(self.fps is None or self.fps > 0, "{video.fps} must be > 0")
         _check(self.ready_ahead >= 1, "{video.ready_ahead} must be >= 1")
+        _check(self.ready_ahead_max >= 1, "{video.ready_ahead_max} must be >= 1")
         _check(self.render_processes >= 0, "{video.render_processes} must be >= 0")
 
 

@@ -1,4 +1,5 @@
-"""Background render workers: keep ``ready_ahead`` pair videos ready ahead of the human labeller.
+"""Background render workers: keep pair videos ready ahead of the human labeller, at least
+``ready_ahead`` and more for a fast labeller or a slow render (see :mod:`rlhf.render.pace`).
 
 A small pool of processes (``spawn``), so each GL context is its own and the trainer's core stays
 free; on a fast labeller one process cannot keep up (about one pair per 0.3-0.8 s on software
@@ -23,6 +24,7 @@ from rlhf.config import VideoConfig
 from rlhf.core.service import Service
 from rlhf.render.errors import one_line
 from rlhf.render.gl import _settle_gl_backend, probe_gl_backend, select_gl_backend
+from rlhf.render.pace import ANSWERS_SEEN, RenderPace
 from rlhf.render.video import Renderer, render_clip_video, render_pair_video
 from rlhf.store import RATING, VIDEO_FAILED, VIDEO_PENDING, VIDEO_READY, LabelStore, PairRecord
 from rlhf.store.meta import ENV_KWARGS_META, RENDER_WORKER_META
@@ -80,19 +82,26 @@ def render_round(
     renderers: dict[str, Renderer],
     should_stop: Callable[[], bool] = lambda: False,
     batch: int | None = None,
+    pace: RenderPace | None = None,
 ) -> int:
-    """Top the queue of ready (or rendering), unlabelled pairs up to ``cfg.ready_ahead`` with up
-    to ``batch`` claims (None: as many as are missing); returns pairs claimed.
+    """Top the queue of ready (or rendering), unlabelled pairs up to ``cfg.ready_ahead`` (with
+    ``pace``: up to what the labellers' pace and its measured render time ask for) with up to
+    ``batch`` claims (None: as many as are missing); returns pairs claimed.
 
     Pairs claimed but not rendered because ``should_stop()`` turned true go back to 'pending'.
     """
-    records = store.claim_for_render(batch or cfg.ready_ahead, keep_ready=cfg.ready_ahead)
+    keep = cfg.ready_ahead
+    if pace is not None:
+        keep = pace.target(store.answer_times(ANSWERS_SEEN), time.time())
+    records = store.claim_for_render(batch or keep, keep_ready=keep)
     for i, record in enumerate(records):
         if should_stop():
             for left_over in records[i:]:
                 store.mark_video(left_over.id, VIDEO_PENDING)
             break
-        render_one(store, record, videos_dir, cfg, renderers)
+        started = time.monotonic()
+        if render_one(store, record, videos_dir, cfg, renderers) and pace is not None:
+            pace.observe(time.monotonic() - started)
     return len(records)
 
 
@@ -104,6 +113,7 @@ def _worker_main(
     stop: Event,
     parent_pid: int,
     index: int = 0,
+    processes: int = 1,
 ) -> None:
     """Entry point of worker process ``index`` of the pool."""
     # Ctrl-C reaches the whole process group; the parent decides when the worker stops. So
@@ -118,6 +128,7 @@ def _worker_main(
     quiet_mujoco_warnings()  # MuJoCo 4's deprecation notes would spam the trainer's terminal
     store = LabelStore(store_path)
     renderers: dict[str, Renderer] = {}
+    pace = RenderPace(cfg.ready_ahead, cfg.ready_ahead_max, processes)
 
     def should_stop() -> bool:
         # A new parent pid means ours died (we were re-parented): never linger as an orphan.
@@ -132,7 +143,7 @@ def _worker_main(
             try:
                 # One pair per claim: the pool's processes render different pairs side by side.
                 claimed = render_round(
-                    store, Path(videos_dir), cfg, renderers, should_stop, batch=1
+                    store, Path(videos_dir), cfg, renderers, should_stop, batch=1, pace=pace
                 )
             except Exception as exc:  # e.g. a database locked past its timeout: retry later
                 log.warning("render worker: %s", one_line(exc))
@@ -224,6 +235,7 @@ class RenderWorker(Service):
                     self._stop,
                     os.getpid(),
                     index,
+                    self.processes,
                 ),
                 name=f"rlhf-render-worker-{index}",
                 daemon=True,  # multiprocessing also ends it when the parent exits normally

@@ -27,6 +27,7 @@ SESSION_ONLY = frozenset(
         "feedback_pace",
         "video.render_processes",
         "video.ready_ahead",
+        "video.ready_ahead_max",
         "video.antialias",
         "checkpoint_every",
         "checkpoint_minutes",

@@ -121,6 +121,22 @@ class VideoQueue(StoreConnections):
         )
         return [pair_record(r) for r in rows]
 
+    def answer_times(self, limit: int) -> list[float]:
+        """When the latest ``limit`` answers by people (pairs and grades) were stored, newest
+        first: the render pool reads the labeller's pace from them."""
+        # Each half walks its table's primary key backwards: a few rows read, however many stored.
+        rows = (
+            self._con()
+            .execute(
+                "SELECT created_at FROM (SELECT created_at FROM labels WHERE source='human'"
+                " ORDER BY seq DESC LIMIT ?) UNION ALL SELECT created_at FROM (SELECT created_at"
+                " FROM ratings WHERE source='human' ORDER BY seq DESC LIMIT ?)",
+                (limit, limit),
+            )
+            .fetchall()
+        )
+        return sorted((float(r[0]) for r in rows), reverse=True)[:limit]
+
     def ready_among(self, pair_ids: Iterable[int]) -> set[int]:
         """The ids among ``pair_ids`` of pairs that could be handed out now (ready, unlabelled)."""
         rows = (
