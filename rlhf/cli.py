@@ -89,10 +89,10 @@ Command = (
 )
 
 
-def fail(message: str) -> None:
-    """Print ``rlhf: error: message`` on one line and exit with code 2."""
+def fail(message: str, code: int = 2) -> None:
+    """Print ``rlhf: error: message`` on one line and exit with ``code`` (2: the user's input)."""
     print(f"rlhf: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(code)
 
 
 def parse(argv: list[str]) -> Config | Serve | Sweep | Runs | Export | Import | RewardCommand:
@@ -230,8 +230,8 @@ def main(argv: list[str] | None = None) -> None:
             from rlhf.run.runner import run
 
             run(command)
-    except ConfigError as exc:
-        fail(str(exc))
+    except ConfigError as exc:  # exit 1 where it is not the input (a full disk: DiskFull)
+        fail(str(exc), getattr(exc, "exit_code", 2))
     except (OSError, sqlite3.Error) as exc:  # a full disk, a read-only run directory
         from rlhf.store import io_error_line
 

@@ -40,18 +40,22 @@ class Record:
 
 
 def agent_state(run: Path) -> tuple[dict, str]:
-    """The agent's weights and which file they came from; one-line errors."""
-    import torch
+    """The agent's weights and which file they came from; one-line errors.
+
+    Both files are read as checkpoints are: no pickled code, the checksum checked where the
+    file has one, and a policy with NaN or infinite weights refused (it would act NaN).
+    """
+    from rlhf.run.checkpoint import CheckpointError, load_checkpoint, load_signed
 
     checkpoints = run / "checkpoints"
-    for name, key in (("agent.pt", None), ("last.pt", "agent")):
-        path = checkpoints / name
-        if path.is_file():
-            try:
-                state = torch.load(path, map_location="cpu", weights_only=False)
-            except Exception as exc:  # a torn or foreign file: say which, in one line
-                raise ConfigError(f"rlhf record {run}: cannot read {path} ({exc})") from None
-            return (state if key is None else state[key]), name
+    way_out = "move it away to record the latest checkpoint (checkpoints/last.pt) instead"
+    try:
+        if (checkpoints / "agent.pt").is_file():
+            return load_signed(checkpoints / "agent.pt", way_out=way_out), "agent.pt"
+        if (checkpoints / "last.pt").is_file():
+            return load_checkpoint(checkpoints / "last.pt")["agent"], "last.pt"
+    except CheckpointError as exc:
+        raise ConfigError(f"rlhf record {run}: {exc}") from None
     raise ConfigError(
         f"rlhf record {run}: no checkpoints/agent.pt or checkpoints/last.pt yet"
         " (the run has not saved an agent)"

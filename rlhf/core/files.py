@@ -10,7 +10,9 @@ A process killed between ``mkstemp`` and the rename leaves its temporary file be
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -64,6 +66,33 @@ def _os_error_behind(exc: BaseException) -> OSError | None:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         if isinstance(current, OSError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""A full disk, a full quota, a file over the size limit (``ulimit -f``)."""
+
+
+def disk_full(exc: BaseException) -> OSError | sqlite3.Error | None:
+    """The error in ``exc``'s chain (itself included) that says the disk (or a quota, or the
+    file size limit) is full; None when none does.
+
+    SQLite says "database or disk is full" without an errno (and "disk I/O error" when a write
+    of its journal fails, e.g. over the file size limit); torch's zip writer wraps the
+    OSError in a RuntimeError; cleanup after the first error can raise a second one whose
+    context is the first.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OSError) and current.errno in FULL_ERRNOS:
+            return current
+        if isinstance(current, sqlite3.Error) and any(
+            text in str(current).lower() for text in ("disk is full", "disk i/o error")
+        ):
             return current
         seen.add(id(current))
         current = current.__cause__ or current.__context__

@@ -27,6 +27,13 @@ class RunError(ConfigError):
     """
 
 
+class DiskFull(RunError):
+    """The run stopped because its disk (or quota, or file size limit) is full: not the
+    person's input, so the command line exits 1, not 2."""
+
+    exit_code = 1
+
+
 class RunInterrupted(KeyboardInterrupt):
     """The run stopped on Ctrl-C or SIGTERM after saving everything; ``message`` says how to resume.
 

@@ -37,6 +37,7 @@ from rlhf.queries.select import QuerySchedule, select_clips, select_pairs
 from rlhf.reward.learner import RewardLearner
 from rlhf.reward.train import TrainStats
 from rlhf.run import agent_view as view
+from rlhf.run.health import check_agent, check_rollout
 from rlhf.run.logger import Logger
 from rlhf.run.pacing import retire_stale_pairs
 from rlhf.run.preferences import Preferences
@@ -53,6 +54,7 @@ def train(t: Trainer) -> None:
         iteration = t.progress.iteration + 1
         t.agent.set_progress((iteration - 1) / t.iterations)
         rollout = t.collector.collect(t.agent.actor(), t.cfg.ppo.num_steps, t.rngs["policy"])
+        check_rollout(t.cfg, t.run_dir, rollout, t.collector.global_step)
         if t.prefs is not None:
             rewards = learned_rewards(t, t.prefs, rollout, iteration)
         else:
@@ -278,6 +280,7 @@ def show_agent(
 
 def record_iteration(t: Trainer, rollout: PolicyRollout, stats: object) -> None:
     """Advance the counters, log the iteration and tell the page."""
+    check_agent(t.cfg, t.run_dir, t.agent.state_dict(), t.collector.global_step)
     p = t.progress
     p.iteration += 1
     p.env_steps = step = t.collector.global_step

@@ -26,6 +26,7 @@ from rlhf.agent.entropy import StateEntropyReward
 from rlhf.agent.replay import ReplayBuffer
 from rlhf.agent.sac import NumpySACActor, RandomActor, SACStats
 from rlhf.agent.sac_learner import SACLearner
+from rlhf.run.health import check_rollout
 from rlhf.run.loop import (
     absorbing_reward,
     preference_round,
@@ -74,6 +75,7 @@ def train_offpolicy(t: Trainer) -> None:
         rollout = t.collector.collect(
             stepper, t.cfg.sac.iteration_steps, t.rngs["policy"], stepper.after_step
         )
+        check_rollout(t.cfg, t.run_dir, rollout, t.collector.global_step)
         if t.prefs is not None:
             fitted = t.prefs.reward.fitted_on
             segments = preference_round(t, t.prefs, rollout, iteration, ask=not pretraining(t))

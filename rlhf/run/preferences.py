@@ -16,7 +16,7 @@ import torch
 
 from rlhf.config import Config
 from rlhf.core.types import Pair, Preference, Rating, Segment
-from rlhf.data.seed_labels import LabelsSource, rating_levels, seed_labels
+from rlhf.data.seed_labels import LabelsSource, imported_pairs, rating_levels, seed_labels
 from rlhf.envs.goals import GOAL_TASK
 from rlhf.feedback.sources import FeedbackSource, HumanSource, SyntheticSource
 from rlhf.queries.segments import SegmentPool
@@ -93,7 +93,8 @@ def open_preferences(
     store.set_meta(TASK_META, cfg.task or (GOAL_TASK if plan.env.goal_size else ""))
     store.set_meta(ENV_KWARGS_META, cfg.env_kwargs_dict())  # the renderer makes the same env
     store.set_meta(TARGET_META, cfg.teacher.target_name or "")  # whose return the page shows
-    if labels is not None:  # once: a resumed run finds them in its store
+    # Once: a resumed run finds them in its store (one killed while copying them does not).
+    if labels is not None and not imported_pairs(store):
         copied = seed_labels(store, labels, cfg.env_id, rating_levels(cfg))
         if copied:
             say(f"seeded {copied} labels from {cfg.labels_from}")

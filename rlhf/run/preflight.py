@@ -8,7 +8,9 @@ an hour of training.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
 from rlhf.config import Config, ConfigError, flag
 from rlhf.envs import EnvInfo, describe_env, make_env
@@ -59,6 +61,7 @@ def preflight(cfg: Config) -> RunPlan:
     Raises:
         ConfigError: one line naming the flag to change.
     """
+    _check_env_kwargs(cfg.env_kwargs_dict())
     env = describe_env(cfg.env_id, cfg.env_kwargs_dict())
     teacher = cfg.teacher
     target = resolve_target(teacher.target, teacher.reward, cfg.env_id, cfg.env_kwargs_dict())
@@ -80,6 +83,23 @@ def preflight(cfg: Config) -> RunPlan:
             f" use {flag('feedback')} synthetic"
         )
     return plan
+
+
+def _check_env_kwargs(kwargs: dict[str, Any]) -> None:
+    """A NaN or an infinity in ``--env-kwargs`` (JSON takes ``NaN`` and ``Infinity``) makes an
+    env that answers NaN: refused here, not found in a segment's return later."""
+    for key, value in _numbers(kwargs):
+        if not math.isfinite(value):
+            raise ConfigError(f"{flag('env_kwargs')}: {key} is {value}; give a finite number")
+
+
+def _numbers(obj: Any, where: str = "") -> list[tuple[str, float]]:
+    """The floats in a JSON value, each with where it is (``a.b[2]``)."""
+    if isinstance(obj, dict):
+        return [n for k, v in obj.items() for n in _numbers(v, f"{where}.{k}" if where else k)]
+    if isinstance(obj, list):
+        return [n for i, v in enumerate(obj) for n in _numbers(v, f"{where}[{i}]")]
+    return [(where, obj)] if isinstance(obj, float) else []
 
 
 def _check_replays(cfg: Config, env: EnvInfo, plan: RunPlan) -> None:

@@ -17,14 +17,15 @@ TensorBoard curves continue from the checkpoint's step.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import replace
+import sqlite3
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
-from rlhf.config import Config, ConfigError
+from rlhf.config import Config
 from rlhf.config.presets import idle_settings, with_preset
-from rlhf.core.shell import program, short_path
+from rlhf.core.files import disk_full
 from rlhf.core.status import Phase
 from rlhf.data.seed_labels import (
     LabelsSource,
@@ -35,28 +36,33 @@ from rlhf.data.seed_labels import (
 from rlhf.envs.user_reward import is_file
 from rlhf.reward.saved import load_saved_reward
 from rlhf.run import agent_view as view
-from rlhf.run.checkpoint import CheckpointError, load_checkpoint
-from rlhf.run.lifecycle import Progress, RunInterrupted, StopSignals, Summary, write_json_atomic
+from rlhf.run.lifecycle import (
+    DiskFull,
+    Progress,
+    RunInterrupted,
+    StopSignals,
+    Summary,
+    write_json_atomic,
+)
 from rlhf.run.logger import Logger
 from rlhf.run.loop import fit_reward, train
 from rlhf.run.offpolicy import train_offpolicy
-from rlhf.run.preflight import preflight
+from rlhf.run.preflight import RunPlan, preflight
+from rlhf.run.resume import disk_full_line, resume_command, resume_hint, resume_state
 from rlhf.run.run_dir import (
     RunDir,
-    busy,
     create_run_dir,
-    is_trainer_running,
     stored_dict,
     trainer_lock,
     write_config,
 )
 from rlhf.run.trainer import (
-    LAST_CHECKPOINT,
     RewardFn,
     Trainer,
     build_trainer,
     publish,
     restore,
+    restore_from_labels,
     save_models,
     write_checkpoint,
 )
@@ -83,22 +89,50 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
     cfg, preset = with_preset(cfg)  # stored as used, so a resume keeps it
     plan = preflight(cfg)  # what cannot work is one line, before a run directory exists
     torch.set_num_threads(cfg.torch_threads)
+    state = resume_state(cfg)
     labels: LabelsSource | None = None  # read once here, copied into the store when it opens
     if reward_fn is None and cfg.reward_model_file is not None:
         env = plan.env
         reward_fn = load_saved_reward(
             Path(cfg.reward_model_file), cfg.env_id, env.obs_dim, env.act_dim
         )
-    elif cfg.labels_from is not None and cfg.resume is None:  # a resumed run has them already
+    elif cfg.labels_from is not None and not state:  # a checkpointed run has them already
         labels = read_labels_source(Path(cfg.labels_from))
         check_labels_source(labels, cfg.env_id, rating_levels(cfg))
-    state = _resume_state(cfg)
     if state is None:
         run_dir, progress = create_run_dir(cfg), Progress()
     else:
         run_dir = RunDir(Path(cfg.resume))  # type: ignore[arg-type]
-        progress = Progress.from_state_dict(state["progress"])
+        progress = Progress.from_state_dict(state["progress"]) if state else Progress()
         progress.sessions += 1
+    session = Session(cfg, plan, run_dir, progress, state, reward_fn, labels, [preset, *idle])
+    try:
+        return _session(session)
+    except (OSError, sqlite3.Error) as exc:
+        full = disk_full(exc)
+        if full is None:
+            raise
+        raise DiskFull(disk_full_line(run_dir.root, full)) from exc
+
+
+@dataclass(frozen=True)
+class Session:
+    """What :func:`run` resolved before the session's parts are built."""
+
+    cfg: Config
+    plan: RunPlan
+    run_dir: RunDir
+    progress: Progress
+    state: dict | None
+    """The checkpoint resumed from; ``{}``: resumed from the labels alone; None: a new run."""
+    reward_fn: RewardFn | None
+    labels: LabelsSource | None
+    messages: list[str | None]
+
+
+def _session(s: Session) -> Summary:
+    """Build the run's parts, make it resumable at once, train, and end it."""
+    cfg, run_dir, progress, state = s.cfg, s.run_dir, s.progress, s.state
     total = -(-cfg.total_timesteps // cfg.batch_size) * cfg.batch_size
     with contextlib.ExitStack() as cleanup:
         cleanup.enter_context(trainer_lock(run_dir))  # one trainer per run
@@ -106,15 +140,25 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
             write_config(run_dir, cfg)  # the budget may have been raised
         logger = Logger(run_dir.tb, total, cfg.progress, start_step=progress.env_steps)
         cleanup.callback(logger.close)
-        for line in ([preset] if preset else []) + idle:
+        for line in filter(None, s.messages):
             logger.message(line)
         stop = cleanup.enter_context(StopSignals(logger.message))
-        t = build_trainer(cfg, plan, run_dir, logger, stop, progress, reward_fn, cleanup, labels)
+        t = build_trainer(
+            cfg, s.plan, run_dir, logger, stop, progress, s.reward_fn, cleanup, s.labels
+        )
         if state is None:
             logger.hparams_text(stored_dict(cfg))
-        else:
+        elif state:
             restore(t, state)
             logger.message(f"resuming {run_dir.root} at step {progress.env_steps:,}")
+        else:
+            restore_from_labels(t)
+            logger.message(
+                f"resuming {run_dir.root} from its labels with a fresh agent (it stopped"
+                " before its first checkpoint)"
+            )
+        if not state:  # resumable from here on, before the first label is asked
+            write_checkpoint(t)
         return _live(t)
     raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
 
@@ -131,33 +175,20 @@ def _absolute_paths(cfg: Config) -> Config:
     return cfg
 
 
-def _resume_state(cfg: Config) -> dict | None:
-    if cfg.resume is None:
-        return None
-    run_dir = RunDir(Path(cfg.resume))
-    if is_trainer_running(run_dir):  # say so before "no checkpoint yet"; the lock still decides
-        raise busy(run_dir)
-    path = run_dir.checkpoints / LAST_CHECKPOINT
-    try:
-        return load_checkpoint(path)
-    except CheckpointError as exc:
-        raise ConfigError(f"cannot resume {cfg.resume}: {exc}") from None
-
-
 def _live(t: Trainer) -> Summary:
     """Train, then end the run the way it ended."""
     try:
         train_offpolicy(t) if t.cfg.algo == "sac" else train(t)
     except KeyboardInterrupt:  # a second Ctrl-C: stop at once, without a new checkpoint
         _finish(t, Phase.INTERRUPTED, checkpoint=False)
-        raise RunInterrupted(_resume_hint(t), 130) from None
+        raise RunInterrupted(resume_hint(t), 130) from None
     except Exception as exc:
         with contextlib.suppress(Exception):  # never hide the error behind a second one
             _finish(t, Phase.CRASHED, error=" ".join(f"{type(exc).__name__}: {exc}".split()))
         raise
     if t.stop.requested:
         _finish(t, Phase.INTERRUPTED)
-        raise RunInterrupted(_resume_hint(t), t.stop.exit_code)
+        raise RunInterrupted(resume_hint(t), t.stop.exit_code)
     return _finish(t, Phase.FINISHED)
 
 
@@ -223,17 +254,3 @@ def _summary(t: Trainer, phase: Phase, error: str | None) -> Summary:
         final_target_return=p.mean_return if cfg.teacher.target_name else None,
         final_env_return=p.mean_env_return,
     )
-
-
-def resume_command(root: Path) -> str:
-    """``rlhf train --resume RUN`` as it runs from the current shell."""
-    return f"{program('rlhf')} train --resume {short_path(root)}"
-
-
-def _resume_hint(t: Trainer) -> str:
-    """The one line the command line prints when a run was interrupted."""
-    last = t.run_dir.checkpoints / LAST_CHECKPOINT
-    if not last.exists():
-        return "interrupted before the first checkpoint: start the run again to train"
-    step = load_checkpoint(last)["progress"]["env_steps"]
-    return f"interrupted at step {step:,}; continue with: {resume_command(t.run_dir.root)}"

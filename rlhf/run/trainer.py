@@ -29,7 +29,14 @@ from rlhf.data.seed_labels import LabelsSource, imported_pairs
 from rlhf.envs import make_env, make_vec_env, with_target
 from rlhf.envs.goals import goal_reward_fn
 from rlhf.queries.replayed import Replayer
-from rlhf.run.checkpoint import rng_state, save_atomic, save_checkpoint, set_rng_state
+from rlhf.run.checkpoint import (
+    rng_state,
+    save_atomic,
+    save_checkpoint,
+    save_signed,
+    set_rng_state,
+)
+from rlhf.run.health import check_agent
 from rlhf.run.lifecycle import CheckpointClock, Progress, StopSignals
 from rlhf.run.logger import Logger
 from rlhf.run.preferences import Preferences, open_preferences
@@ -211,9 +218,11 @@ def _device(name: str) -> torch.device:
 def write_checkpoint(t: Trainer) -> None:
     """Save everything the run needs to continue (see :func:`restore`) to ``checkpoints/last.pt``."""
     p = t.progress
+    agent = t.agent.state_dict()
+    check_agent(t.cfg, t.run_dir, agent, p.env_steps)  # never over a good one with a broken one
     state = {
         "progress": {**p.state_dict(), "train_seconds": t.train_seconds()},
-        "agent": t.agent.state_dict(),
+        "agent": agent,
         "preferences": None if t.prefs is None else t.prefs.state_dict(),
         "rngs": {name: rng_state(rng) for name, rng in t.rngs.items()},
         "torch_rng": torch.get_rng_state(),
@@ -234,15 +243,22 @@ def restore(t: Trainer, state: dict) -> None:
         t.buffer.load_state_dict(state["replay"])
     if t.prefs is not None:
         t.prefs.load_state_dict(state["preferences"])
-        # Pairs asked for after the checkpoint (before a crash) are in the store: never ask twice.
-        # (Pairs seeded from --labels-from were never asked in this run.)
+    restore_from_labels(t)
+
+
+def restore_from_labels(t: Trainer) -> None:
+    """What a resumed run takes from its store (alone, for a run that left no checkpoint: a
+    fresh agent and reward, which fits on every label at the first iteration): no pair is asked
+    twice. Pairs asked for after the checkpoint (before a crash) are in the store; pairs seeded
+    from --labels-from were never asked in this run."""
+    if t.prefs is not None:
         asked = t.prefs.store.counts().pairs - imported_pairs(t.prefs.store)
         t.progress.requested = max(t.progress.requested, asked)
 
 
 def save_models(t: Trainer) -> None:
     """``checkpoints/agent.pt`` and, with a learned reward, ``checkpoints/reward_model.pt``."""
-    save_atomic(t.agent.state_dict(), t.run_dir.checkpoints / "agent.pt")
+    save_signed(t.agent.state_dict(), t.run_dir.checkpoints / "agent.pt")
     if t.prefs is not None:
         state = t.prefs.reward.state_dict() | {"env_id": t.cfg.env_id}  # for --reward-model
         save_atomic(state, t.run_dir.checkpoints / "reward_model.pt")

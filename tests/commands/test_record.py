@@ -14,7 +14,7 @@ import torch
 from rlhf.agent.ppo_learner import PPOLearner
 from rlhf.commands.record import Record, record, record_main
 from rlhf.config import Config, ConfigError, TeacherConfig, VideoConfig
-from rlhf.run.checkpoint import save_atomic
+from rlhf.run.checkpoint import save_atomic, save_checkpoint
 from rlhf.run.run_dir import RunDir, write_config
 
 SMALL = VideoConfig(width=64, height=64)
@@ -34,7 +34,7 @@ def _run(
     if checkpoint == "agent.pt":
         save_atomic(agent, run.root / "checkpoints" / "agent.pt")
     elif checkpoint == "last.pt":
-        save_atomic({"agent": agent, "progress": {}}, run.root / "checkpoints" / "last.pt")
+        save_checkpoint({"agent": agent, "progress": {}}, run.root / "checkpoints" / "last.pt")
     return run.root
 
 

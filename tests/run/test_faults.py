@@ -188,10 +188,12 @@ def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.parametrize(
     ("limit", "labels", "extra", "expected"),
     [
-        (150_000, 40, [], "label store cannot be written"),
+        # SQLite calls a write over the size limit a "disk I/O error" (a full disk: "database
+        # or disk is full").
+        (150_000, 40, [], "is full or failing (disk I/O error)"),
         # Wide PPO networks make the checkpoint (~1.7 MB) the first file over the limit, far
         # above what the store and its write-ahead log reach with 6 labels.
-        (1_000_000, 6, ["--hidden-size", "256"], "File too large"),
+        (1_000_000, 6, ["--hidden-size", "256"], "reached the file size limit (File too large)"),
     ],
     ids=["store-fills-the-disk", "checkpoint-fills-the-disk"],
 )
@@ -202,7 +204,9 @@ def test_a_full_disk_is_one_line_and_the_store_survives(
     args = _args(cfg) + extra
     result = Session.run(args, ROOT, preexec_fn=lambda: _limit_file_size(limit))
     line = _one_error_line(result)
-    assert expected in line and "is the disk full" in line, line
+    assert expected in line and f"under {tmp_path / 'toy'} " in line, line
+    assert "every label stored before it is kept; free space, then continue with:" in line, line
+    assert line.endswith(f"rlhf train --resume {tmp_path / 'toy'}"), line
     stored = _store_intact(tmp_path / "toy", {})
     assert len(stored) < labels  # it did stop early
 

@@ -244,7 +244,7 @@ def _assert_same(a: object, b: object, path: str = "") -> None:
 def test_resume_without_a_checkpoint_is_one_line(tmp_path: Path) -> None:
     from rlhf.config import ConfigError
 
-    with pytest.raises(ConfigError, match=r"cannot resume .*last.pt does not exist"):
+    with pytest.raises(ConfigError, match=r"cannot resume .*nothing: no config.json in it"):
         run(_toy(tmp_path, "x", resume=str(tmp_path / "nothing")))
 
 

@@ -160,7 +160,7 @@ def test_config_json_carries_a_schema_and_a_checksum_that_a_damaged_file_fails(
     unsigned = {k: v for k, v in data.items() if k != "sha256"}
     del unsigned["query"]["total_labels"]
     run.config.write_text(json.dumps(unsigned))
-    with pytest.raises(ConfigError, match="is incomplete: it lacks query.total_labels;"):
+    with pytest.raises(ConfigError, match=r"is incomplete: it lacks query\.total_labels;"):
         read_config(run.root)
 
 
