@@ -6,7 +6,9 @@ sees exactly what happened. Both go into one video, so they always play in sync.
 
 from __future__ import annotations
 
+import errno
 import os
+import struct
 import tempfile
 from collections.abc import MutableMapping, Sequence
 from pathlib import Path
@@ -102,16 +104,40 @@ def write_video(frames: np.ndarray, path: str | os.PathLike, fps: float, crf: in
             quality=None,  # rate control via crf below
             macro_block_size=2,  # we already made the size even; don't let ffmpeg rescale
             output_params=["-crf", str(crf), "-preset", "veryfast", "-movflags", "+faststart"],
+            # ffmpeg writes to the trainer's terminal: on a full disk it printed ~50 lines before
+            # the one that says so. What fails reaches the store as the exception's one line.
+            ffmpeg_log_level="fatal",
         )
         writer.send(None)
         for frame in frames:
             writer.send(np.ascontiguousarray(frame))
         writer.close()
+        if not _has_index(Path(tmp_name)):  # imageio-ffmpeg does not check ffmpeg's exit code
+            raise OSError(
+                errno.EIO, "ffmpeg did not finish the video (is the disk full?)", str(path)
+            )
         os.replace(tmp_name, path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return path
+
+
+def _has_index(path: Path) -> bool:
+    """Whether an MP4 holds its index (the top-level ``moov`` box). ffmpeg writes it last (with
+    ``+faststart`` it then moves it to the front), so a video cut short by a full disk or the
+    file size limit has none and would play as a broken clip."""
+    with path.open("rb") as f:
+        while len(header := f.read(8)) == 8:
+            size, kind = struct.unpack(">I4s", header)
+            if kind == b"moov":
+                return True
+            if size == 1:  # a 64-bit size follows the header
+                size = struct.unpack(">Q", f.read(8))[0] - 8
+            if size < 8:  # 0: the box runs to the end of the file (never before the index)
+                return False
+            f.seek(size - 8, os.SEEK_CUR)
+    return False
 
 
 def render_pair_video(

@@ -27,6 +27,7 @@ from rlhf.render.gl import _settle_gl_backend, probe_gl_backend, select_gl_backe
 from rlhf.render.pace import ANSWERS_SEEN, RenderPace
 from rlhf.render.video import Renderer, render_clip_video, render_pair_video
 from rlhf.store import RATING, VIDEO_FAILED, VIDEO_PENDING, VIDEO_READY, LabelStore, PairRecord
+from rlhf.store.errors import is_disk_full
 from rlhf.store.meta import ENV_KWARGS_META, RENDER_WORKER_META
 from rlhf.store.protocols import RenderStore
 
@@ -146,7 +147,8 @@ def _worker_main(
                     store, Path(videos_dir), cfg, renderers, should_stop, batch=1, pace=pace
                 )
             except Exception as exc:  # e.g. a database locked past its timeout: retry later
-                log.warning("render worker: %s", one_line(exc))
+                if not is_disk_full(exc):  # a full disk: the trainer says so, in one line
+                    log.warning("render worker: %s", one_line(exc))
                 claimed = 0
             if not claimed and index == 0:  # idle: the agent in view, one process is enough
                 claimed = _render_policy(store, Path(videos_dir), cfg, renderers)
@@ -172,7 +174,8 @@ def _render_policy(
             store, clip, videos_dir, cfg, renderers, store.get_meta(ENV_KWARGS_META) or None
         )
     except Exception as exc:  # e.g. a database locked past its timeout: retry later
-        log.warning("render worker (policy clip): %s", one_line(exc))
+        if not is_disk_full(exc):
+            log.warning("render worker (policy clip): %s", one_line(exc))
         return 0
     return 1
 

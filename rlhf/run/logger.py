@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from pathlib import Path
+from typing import Any
 
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
@@ -21,6 +23,8 @@ class Logger:
         from where the checkpoint left it. Everything an iteration logs carries the step count
         at its end, which is the step its checkpoint records."""
         self.writer = SummaryWriter(str(log_dir), purge_step=start_step + 1 if start_step else None)
+        self._previous_hook = threading.excepthook
+        threading.excepthook = self._quiet_writer_thread
         self.latest: dict[str, float] = {}
         self.bar = tqdm(
             total=total_steps,
@@ -67,10 +71,28 @@ class Logger:
         """Print a line without breaking the progress bar."""
         self.bar.write(text)
 
+    def _quiet_writer_thread(self, args: Any) -> None:
+        """TensorBoard writes from a thread of its own; when the disk is full that thread dies
+        with a traceback, and the main thread gets the same error at its next write (which the
+        command line turns into one line). The traceback is noise before that line: drop it."""
+        if isinstance(args.exc_value, OSError) and _is_writer_thread(args.thread):
+            return
+        self._previous_hook(args)
+
     def close(self) -> None:
         self.bar.close()
-        self.writer.flush()
-        self.writer.close()
+        try:
+            self.writer.flush()
+            self.writer.close()
+        finally:
+            if threading.excepthook == self._quiet_writer_thread:
+                threading.excepthook = self._previous_hook
+
+
+def _is_writer_thread(thread: threading.Thread | None) -> bool:
+    """TensorBoard's event-file writer thread (``_AsyncWriterThread``; matched by name so that a
+    TensorBoard that renames it only brings the traceback back)."""
+    return type(thread).__name__ == "_AsyncWriterThread"
 
 
 def _flatten(config: dict, prefix: str = "") -> dict[str, str]:
