@@ -10,7 +10,9 @@ whose videos the render worker has marked ready, and writes each answer durably 
   still hold answers at the end of a run;
 - :mod:`~rlhf.server.openapi`: the API as an OpenAPI document (``/api/openapi.json``);
 - :mod:`~rlhf.server.serve` and :mod:`~rlhf.server.wire`: waitress in a daemon thread, its own
-  HTTP errors answered as JSON too.
+  HTTP errors answered as JSON too;
+- :mod:`~rlhf.server.guard`: a connection budget per client address and a time limit on slow
+  requests, so a flood of half-open connections locks no labeller out.
 
 Security defaults: bind 127.0.0.1; on any other interface a random token is required. There is
 no CORS and no debugger, videos are served by pair id only, and every error is JSON. No client's

@@ -20,14 +20,13 @@ from typing import Any
 from flask import Flask
 from waitress import wasyncore
 from waitress.channel import HTTPChannel
-from waitress.server import create_server
 
 from rlhf.config import WebConfig
 from rlhf.core.labellers import labeller_names, labeller_tokens
 from rlhf.server.access import is_loopback
 from rlhf.server.app import create_app
+from rlhf.server.guard import guarded_server
 from rlhf.server.state import ServerState
-from rlhf.server.wire import use_json_errors
 from rlhf.store.meta import TOKENS_META
 from rlhf.store.protocols import ServerStore
 
@@ -39,10 +38,13 @@ requests going (status, next pair, one answer, two videos), each done in millise
 buffers slow and half-open clients in its event loop without holding a thread."""
 CONNECTION_LIMIT = 1000
 """Open connections at most (Chromium keeps up to 6 per page). An open connection costs a socket,
-not a thread, so this is high: a few hundred idle or half-open connections (slow clients, or a
-hostile one) must not lock labellers out until the channel timeout."""
+not a thread, so this is high. Past it, and past a budget per client address, the server closes
+the longest idle connection of the address holding the most rather than stop accepting: a flood
+of half-open connections does not lock labellers out (see ``guard.py``)."""
 CHANNEL_TIMEOUT_S = 60
 """Idle keep-alive connections are closed after this long (pages poll every 2 s)."""
+CLEANUP_INTERVAL_S = 5
+"""How often idle connections and stalled requests are looked for."""
 MAX_REQUEST_BODY_BYTES = 64 * 1024
 """Waitress refuses bodies beyond this outright; up to it, the app answers a JSON 413 past 16 KiB."""
 MAX_REQUEST_HEADER_BYTES = 32 * 1024
@@ -210,14 +212,14 @@ def serve_in_thread(
     sock = _bind(cfg.host, cfg.port)
     socket_map: dict[int, Any] = {}
     try:
-        server = create_server(
+        server = guarded_server(  # waitress' server, answering its own errors in JSON too
             app,
-            map=socket_map,
-            sockets=[sock],
+            sock,
+            socket_map,
             threads=THREADS,
             connection_limit=connection_limit(),
             channel_timeout=CHANNEL_TIMEOUT_S,
-            cleanup_interval=10,  # how often idle connections are looked for
+            cleanup_interval=CLEANUP_INTERVAL_S,
             max_request_body_size=MAX_REQUEST_BODY_BYTES,
             max_request_header_size=MAX_REQUEST_HEADER_BYTES,
             asyncore_use_poll=True,  # select() cannot watch descriptors above 1023
@@ -226,7 +228,6 @@ def serve_in_thread(
     except BaseException:
         sock.close()
         raise
-    use_json_errors(server)
     port = int(sock.getsockname()[1])
     thread = threading.Thread(target=server.run, name="rlhf-web", daemon=True)
     thread.start()
