@@ -19,6 +19,7 @@ import tyro
 
 from rlhf.config import paths as config_paths
 from rlhf.config.agents import PPOConfig, SACConfig
+from rlhf.config.ranges import BIG, STEPS_MAX, WIDTH_MAX, above, at_least, seed, within
 from rlhf.config.ratings import DataConfig, RatingScale, RatingsConfig
 from rlhf.core.labellers import LabellerError, labeller_names
 
@@ -51,18 +52,36 @@ def _check(cond: bool, template: str, suffix: str = "") -> None:
         raise ConfigError(render_flags(template) + suffix)
 
 
+NAME_MAX = 255
+"""Longest file name in bytes (most file systems)."""
+
+
 def check_run_name(name: str) -> None:
-    """Refuse a run name that is not one plain directory name: it must stay inside --runs-dir."""
+    """Refuse a run name that is not one plain directory name of printable characters: it must
+    stay inside --runs-dir (never be '.', '..' or hold a separator), and be shown on one line by
+    ``rlhf runs list`` and in paths (no newline, tab or other control character)."""
     plain = (
         bool(name)
         and ".." not in name
-        and not any(c in name for c in "/\\\0")
+        and name != "."
+        and not any(c in name for c in "/\\")
         and not PureWindowsPath(name).drive  # C:name would leave runs_dir on Windows
     )
     _check(
         plain,
-        "{run_name} must be a plain directory name (no '/', '\\', '..' or absolute path)",
+        "{run_name} must be a plain directory name (no '/', '\\', '.', '..' or absolute path)",
         f": {name!r}",
+    )
+    _check(
+        name.isprintable() and name.strip() == name,
+        "{run_name} must be printable characters without leading or trailing spaces"
+        " (no newline, tab or control character)",
+        f": {name!r}",
+    )
+    _check(not name.startswith("-"), "{run_name} must not start with '-' (it reads as a flag)")
+    _check(
+        len(name.encode("utf-8", "surrogateescape")) <= NAME_MAX,
+        f"{{run_name}} must be at most {NAME_MAX} bytes long",
     )
 
 
@@ -119,16 +138,20 @@ class RewardConfig:
     docs/results/settings.md)."""
 
     def validate(self) -> None:
-        _check(self.ensemble_size >= 1, "{reward_model.ensemble_size} must be >= 1")
-        _check(0 <= self.dropout < 1, "{reward_model.dropout} must be in [0, 1)")
-        _check(0 <= self.val_fraction < 1, "{reward_model.val_fraction} must be in [0, 1)")
-        _check(self.batch_size >= 1, "{reward_model.batch_size} must be >= 1")
-        _check(self.max_epochs >= 1, "{reward_model.max_epochs} must be >= 1")
-        _check(0 <= self.label_noise < 1, "{reward_model.label_noise} must be in [0, 1)")
-        _check(
-            self.min_epoch_steps is None or self.min_epoch_steps >= 1,
-            "{reward_model.min_epoch_steps} must be >= 1",
-        )
+        at_least(_check, "reward_model.ensemble_size", self.ensemble_size, 1, 100)
+        _check(len(self.hidden_sizes) <= 16, "{reward_model.hidden_sizes} takes at most 16 layers")
+        for width in self.hidden_sizes:  # a zero-width layer would train a net that is constant
+            at_least(_check, "reward_model.hidden_sizes", width, 1, WIDTH_MAX)
+        above(_check, "reward_model.learning_rate", self.learning_rate, 0, 1.0)
+        at_least(_check, "reward_model.weight_decay", self.weight_decay, 0, 100.0)
+        within(_check, "reward_model.dropout", self.dropout, 0, 1, "[)")
+        within(_check, "reward_model.val_fraction", self.val_fraction, 0, 1, "[)")
+        at_least(_check, "reward_model.batch_size", self.batch_size, 1, 10**6)
+        at_least(_check, "reward_model.max_epochs", self.max_epochs, 1, 10**6)
+        within(_check, "reward_model.label_noise", self.label_noise, 0, 1, "[)")
+        at_least(_check, "reward_model.min_epoch_steps", self.min_epoch_steps, 1, 10**6)
+        at_least(_check, "reward_model.patience", self.patience, 1, 10**6)  # 0: no epoch at all
+        at_least(_check, "reward_model.retrain_growth", self.retrain_growth, 0, 100.0)
 
 
 @dataclass(frozen=True)
@@ -171,24 +194,16 @@ class QueryConfig:
     docs/results/settings.md)."""
 
     def validate(self) -> None:
-        _check(self.total_labels >= 0, "{query.total_labels} must be >= 0")
-        _check(0 <= self.initial_fraction <= 1, "{query.initial_fraction} must be in [0, 1]")
-        _check(self.segment_seconds > 0, "{query.segment_seconds} must be > 0")
-        _check(
-            self.segment_length is None or self.segment_length >= 1,
-            "{query.segment_length} must be >= 1",
-        )
-        _check(self.oversample >= 1, "{query.oversample} must be >= 1")
-        _check(self.pool_size >= 2, "{query.pool_size} must be >= 2")
-        _check(self.retire_after >= 0, "{query.retire_after} must be >= 0")
-        _check(
-            self.half_rate_steps is None or self.half_rate_steps >= 1,
-            "{query.half_rate_steps} must be >= 1",
-        )
-        _check(
-            self.replay_share is None or 0 <= self.replay_share <= 1,
-            "{query.replay_share} must be in [0, 1]",
-        )
+        at_least(_check, "query.total_labels", self.total_labels, 0, 10**7)
+        within(_check, "query.initial_fraction", self.initial_fraction, 0, 1, "[]")
+        # A clip a person watches: ten minutes is already far longer than anyone can judge.
+        above(_check, "query.segment_seconds", self.segment_seconds, 0, 600.0)
+        at_least(_check, "query.segment_length", self.segment_length, 1, 10**6)
+        at_least(_check, "query.oversample", self.oversample, 1, 10_000)
+        at_least(_check, "query.pool_size", self.pool_size, 2, 10**7)
+        at_least(_check, "query.retire_after", self.retire_after, 0, BIG)
+        at_least(_check, "query.half_rate_steps", self.half_rate_steps, 1, STEPS_MAX)
+        within(_check, "query.replay_share", self.replay_share, 0, 1, "[]")
 
 
 @dataclass(frozen=True)
@@ -230,11 +245,12 @@ class TeacherConfig:
         return self.target if self.target is not None else self.reward
 
     def validate(self) -> None:
-        _check(self.beta >= 0, "{teacher.beta} must be >= 0")
-        _check(0 < self.gamma <= 1, "{teacher.gamma} must be in (0, 1]")
-        _check(0 <= self.mistake <= 1, "{teacher.mistake} must be in [0, 1]")
-        _check(self.skip_threshold >= 0, "{teacher.skip_threshold} must be >= 0")
-        _check(self.equal_threshold >= 0, "{teacher.equal_threshold} must be >= 0")
+        _check(self.beta >= 0, "{teacher.beta} must be >= 0 (inf: always the better one)")
+        within(_check, "teacher.gamma", self.gamma, 0, 1, "(]")
+        within(_check, "teacher.mistake", self.mistake, 0, 1, "[]")
+        # Shares of the range of returns seen: 1 already skips (or ties) every pair.
+        within(_check, "teacher.skip_threshold", self.skip_threshold, 0, 1, "[]")
+        within(_check, "teacher.equal_threshold", self.equal_threshold, 0, 1, "[]")
         _check(
             self.target is None or self.reward is None,
             "{teacher.target} and {teacher.reward} cannot both be set: choose one",
@@ -283,12 +299,12 @@ class VideoConfig:
     docs/results/settings.md)."""
 
     def validate(self) -> None:
-        _check(self.width >= 16, "{video.width} must be >= 16")
-        _check(self.height >= 16, "{video.height} must be >= 16")
-        _check(self.fps is None or self.fps > 0, "{video.fps} must be > 0")
-        _check(self.ready_ahead >= 1, "{video.ready_ahead} must be >= 1")
-        _check(self.ready_ahead_max >= 1, "{video.ready_ahead_max} must be >= 1")
-        _check(self.render_processes >= 0, "{video.render_processes} must be >= 0")
+        at_least(_check, "video.width", self.width, 16, 4096)
+        at_least(_check, "video.height", self.height, 16, 4096)
+        above(_check, "video.fps", self.fps, 0, 1000.0)
+        at_least(_check, "video.ready_ahead", self.ready_ahead, 1, 1000)
+        at_least(_check, "video.ready_ahead_max", self.ready_ahead_max, 1, 1000)
+        at_least(_check, "video.render_processes", self.render_processes, 0, 64)
 
 
 @dataclass(frozen=True)
@@ -317,9 +333,9 @@ class WebConfig:
     how often two people agree (e.g. 0.1)."""
 
     def validate(self) -> None:
-        _check(0 <= self.port <= 65535, "{web.port} must be in [0, 65535]")
-        _check(self.finish_grace >= 0, "{web.finish_grace} must be >= 0")
-        _check(0 <= self.overlap <= 1, "{web.overlap} must be in [0, 1]")
+        within(_check, "web.port", self.port, 0, 65535, "[]")
+        at_least(_check, "web.finish_grace", self.finish_grace, 0, 3600.0)
+        within(_check, "web.overlap", self.overlap, 0, 1, "[]")
         try:  # reads --labellers-file
             labeller_names(self.labeller, self.labellers_file)
         except LabellerError as exc:
@@ -435,12 +451,13 @@ class Config:
         """Raise :class:`ConfigError` with a one-line message on the first bad value."""
         if self.run_name is not None:
             check_run_name(self.run_name)
-        _check(self.total_timesteps >= 1, "{total_timesteps} must be >= 1")
-        _check(self.num_envs >= 1, "{num_envs} must be >= 1")
-        _check(self.torch_threads >= 1, "{torch_threads} must be >= 1")
-        _check(self.checkpoint_every >= 0, "{checkpoint_every} must be >= 0")
-        _check(self.checkpoint_minutes > 0, "{checkpoint_minutes} must be > 0")
-        _check(self.clip_every() >= 0, "{policy_clip_every} must be >= 0")
+        at_least(_check, "total_timesteps", self.total_timesteps, 1, STEPS_MAX)
+        seed(_check, "seed", self.seed)
+        at_least(_check, "num_envs", self.num_envs, 1, 1024)
+        at_least(_check, "torch_threads", self.torch_threads, 1, 1024)
+        at_least(_check, "checkpoint_every", self.checkpoint_every, 0, BIG)
+        above(_check, "checkpoint_minutes", self.checkpoint_minutes, 0, 10_080.0)  # a week
+        at_least(_check, "policy_clip_every", self.clip_every(), 0, BIG)
         self.env_kwargs_dict()
         _check(
             self.labels_from is None or self.reward == "learned",

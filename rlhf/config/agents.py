@@ -7,13 +7,12 @@ names the flag exactly as ``--help`` spells it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import tyro
 
-from rlhf.config.ratings import Check
+from rlhf.config.ranges import BIG, STEPS_MAX, WIDTH_MAX, Check, above, at_least, within
 
 
 @dataclass(frozen=True)
@@ -75,18 +74,22 @@ class PPOConfig:
     rlhf/config/presets.py), else 0 (measured: docs/results/settings.md)."""
 
     def validate(self, check: Check) -> None:
-        check(self.learning_rate > 0, "{ppo.learning_rate} must be > 0")
-        check(self.num_steps >= 1, "{ppo.num_steps} must be >= 1")
-        check(0 <= self.gamma <= 1, "{ppo.gamma} must be in [0, 1]")
-        check(0 <= self.gae_lambda <= 1, "{ppo.gae_lambda} must be in [0, 1]")
-        check(self.num_minibatches >= 1, "{ppo.num_minibatches} must be >= 1")
-        check(self.update_epochs >= 1, "{ppo.update_epochs} must be >= 1")
-        check(self.clip_coef > 0, "{ppo.clip_coef} must be > 0")
-        check(self.max_grad_norm > 0, "{ppo.max_grad_norm} must be > 0")
-        check(self.hidden_size >= 1, "{ppo.hidden_size} must be >= 1")
+        above(check, "ppo.learning_rate", self.learning_rate, 0, 1.0)
+        at_least(check, "ppo.num_steps", self.num_steps, 1, 10**7)
+        within(check, "ppo.gamma", self.gamma, 0, 1, "[]")
+        within(check, "ppo.gae_lambda", self.gae_lambda, 0, 1, "[]")
+        at_least(check, "ppo.num_minibatches", self.num_minibatches, 1, 10**6)
+        at_least(check, "ppo.update_epochs", self.update_epochs, 1, 10_000)
+        above(check, "ppo.clip_coef", self.clip_coef, 0, 10.0)
+        at_least(check, "ppo.ent_coef", self.ent_coef, 0, 10.0)
+        at_least(check, "ppo.vf_coef", self.vf_coef, 0, 100.0)
+        above(check, "ppo.max_grad_norm", self.max_grad_norm, 0, 1e6)
+        above(check, "ppo.target_kl", self.target_kl, 0, 100.0)
+        at_least(check, "ppo.hidden_size", self.hidden_size, 1, WIDTH_MAX)
+        # std exp(-10) to exp(5): beyond, float32 actions are all noise or never move
+        at_least(check, "ppo.init_log_std", self.init_log_std, -10.0, 5.0)
         # nan or inf would reach every reward PPO sees and train on garbage without a word
-        finite = self.end_margin is None or math.isfinite(self.end_margin)
-        check(finite, "{ppo.end_margin} must be a finite number")
+        at_least(check, "ppo.end_margin", self.end_margin, -100.0, 100.0)
 
 
 @dataclass(frozen=True)
@@ -143,15 +146,18 @@ class SACConfig:
     """--sac.her: relabelled transitions per original one, at most (0: none)."""
 
     def validate(self, check: Check) -> None:
-        check(self.buffer_size >= 1, "{sac.buffer_size} must be >= 1")
-        check(self.batch_size >= 1, "{sac.batch_size} must be >= 1")
-        check(0 <= self.gamma < 1, "{sac.gamma} must be in [0, 1)")
-        check(0 < self.tau <= 1, "{sac.tau} must be in (0, 1]")
-        check(self.learning_starts >= 0, "{sac.learning_starts} must be >= 0")
-        check(self.policy_lr > 0 and self.q_lr > 0, "{sac.policy_lr} and {sac.q_lr} must be > 0")
-        check(self.policy_frequency >= 1, "{sac.policy_frequency} must be >= 1")
-        check(self.hidden_size >= 1, "{sac.hidden_size} must be >= 1")
-        check(self.iteration_steps >= 1, "{sac.iteration_steps} must be >= 1")
-        check(self.pretrain_steps >= 0, "{sac.pretrain_steps} must be >= 0")
-        check(self.entropy_k >= 1, "{sac.entropy_k} must be >= 1")
-        check(self.her_future_k >= 0, "{sac.her_future_k} must be >= 0")
+        # a checkpoint holds the whole buffer: 10^8 transitions are already tens of GB
+        at_least(check, "sac.buffer_size", self.buffer_size, 1, 10**8)
+        at_least(check, "sac.batch_size", self.batch_size, 1, 10**6)
+        within(check, "sac.gamma", self.gamma, 0, 1, "[)")
+        within(check, "sac.tau", self.tau, 0, 1, "(]")
+        at_least(check, "sac.learning_starts", self.learning_starts, 0, STEPS_MAX)
+        above(check, "sac.policy_lr", self.policy_lr, 0, 1.0)
+        above(check, "sac.q_lr", self.q_lr, 0, 1.0)
+        at_least(check, "sac.policy_frequency", self.policy_frequency, 1, 10**6)
+        at_least(check, "sac.alpha", self.alpha, 0, 100.0)
+        at_least(check, "sac.hidden_size", self.hidden_size, 1, WIDTH_MAX)
+        at_least(check, "sac.iteration_steps", self.iteration_steps, 1, 10**7)
+        at_least(check, "sac.pretrain_steps", self.pretrain_steps, 0, BIG)
+        at_least(check, "sac.entropy_k", self.entropy_k, 1, 1000)
+        at_least(check, "sac.her_future_k", self.her_future_k, 0, 100.0)

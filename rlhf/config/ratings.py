@@ -8,17 +8,14 @@ names the flag exactly as ``--help`` spells it.
 from __future__ import annotations
 
 import json
-import math
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
 import tyro
 
-Check = Callable[..., None]
-"""``rlhf.config._check``: (cond, template naming settings as {path}, suffix)."""
+from rlhf.config.ranges import Check, above, at_least, within
 
 MAX_LEVELS = 10
 """Keys 0-9 answer a rating, so a scale has at most ten levels."""
@@ -89,7 +86,7 @@ class RatingsConfig:
 
     def validate(self, check: Check) -> None:
         self.scale(check)
-        check(self.sharpness > 0, "{ratings.sharpness} must be > 0")
+        above(check, "ratings.sharpness", self.sharpness, 0, 1000.0)
 
 
 def _read_scale_file(path: str, check: Check) -> tuple[str, ...]:
@@ -148,14 +145,13 @@ class DataConfig:
     the most recent iteration first (what the policy must be judged on now)."""
 
     def validate(self, check: Check) -> None:
-        check(math.isfinite(self.grade_beta), "{data.grade_beta} must be a finite number")
-        check(self.age_lambda >= 0, "{data.age_lambda} must be >= 0")
-        check(self.min_grade >= 0, "{data.min_grade} must be >= 0")
+        # exp(beta * grade): beyond 100 one grade outweighs the next by more than e^100
+        within(check, "data.grade_beta", self.grade_beta, -100.0, 100.0, "[]")
+        at_least(check, "data.age_lambda", self.age_lambda, 0, 100.0)
+        within(check, "data.min_grade", self.min_grade, 0, MAX_LEVELS - 1, "[]")
+        # inf is "no limit" as None is; nan is no age at all
         check(self.max_age is None or self.max_age >= 0, "{data.max_age} must be >= 0")
-        check(
-            self.demo_fraction is None or 0 <= self.demo_fraction <= 1,
-            "{data.demo_fraction} must be in [0, 1]",
-        )
+        within(check, "data.demo_fraction", self.demo_fraction, 0, 1, "[]")
 
     @property
     def uniform(self) -> bool:
