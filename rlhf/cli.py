@@ -65,6 +65,10 @@ class Serve:
     video: VideoConfig = field(default_factory=VideoConfig)
     """Video rendering settings."""
 
+    def validate(self) -> None:
+        self.web.validate()
+        self.video.validate()
+
 
 COMMANDS: dict[str, type] = {
     "train": Config,
@@ -103,13 +107,15 @@ def parse(argv: list[str]) -> Config | Serve | Sweep | Runs | Export | Import | 
         _refuse_unknown_flags(argv[0], argv[1:])
     see = f"rlhf {argv[0]}" if argv and argv[0] in COMMANDS else "rlhf"
     command = _tyro(Command, argv, "rlhf", see)
-    if isinstance(command, Config):
-        try:
-            if command.resume is not None:
-                command = _resume(argv[1:], Path(command.resume))
-            command.validate()
-        except ConfigError as exc:
-            fail(str(exc))
+    try:
+        if isinstance(command, Config) and command.resume is not None:
+            command = _resume(argv[1:], Path(command.resume))
+        # Every command checks its values here, before it reads a file or makes a directory.
+        validate = getattr(command, "validate", None)
+        if validate is not None:
+            validate()
+    except ConfigError as exc:
+        fail(str(exc))
     return command
 
 
@@ -189,7 +195,7 @@ def _one_line(text: str) -> str:
     for raw in text.splitlines():
         if raw.lstrip().startswith(("╭", "╰")):  # box borders carry only the title
             continue
-        line = re.sub(r"[│┃─━]+", " ", raw).strip()
+        line = re.sub(r"[│┃─━]+|-{3,}", " ", raw).strip()  # box rules, or dashes without a TTY
         if line.startswith(("Argument helptext", "For full helptext")):
             break
         if line and not line.lower().startswith("usage:"):
@@ -247,7 +253,7 @@ def main(argv: list[str] | None = None) -> None:
 def _serve(command: Serve) -> None:
     from rlhf.run.run_dir import open_run_dir
 
-    command.web.validate()
+    command.validate()
     run_dir = open_run_dir(command.run)
     from rlhf.feedback.session import serve_run
 

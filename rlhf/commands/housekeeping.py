@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rlhf.run.run_dir import RunDir, is_trainer_running
 
@@ -88,15 +89,23 @@ def _info(path: Path, now: float) -> RunInfo:
     return RunInfo(
         path=path,
         env_id=str(summary.get("env_id") or config.get("env_id") or "?"),
-        status=status,
+        status=str(status),
         labels=labels,
         ratings=ratings,
-        env_steps=summary.get("env_steps"),
-        final_return=summary.get("final_true_return"),
-        reward_accuracy=summary.get("reward_val_accuracy"),
+        env_steps=_number(summary.get("env_steps"), int),
+        final_return=_number(summary.get("final_true_return"), float),
+        reward_accuracy=_number(summary.get("reward_val_accuracy"), float),
         age_days=max(0.0, (now - newest) / DAY),
         sizes=sizes,
     )
+
+
+def _number(value: object, kind: type) -> Any:
+    """A figure of summary.json, or None where the file holds something else there (a file
+    edited by hand must not stop the listing of every run)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return kind(value) if kind is float or float(value).is_integer() else None
 
 
 def _read_json(path: Path) -> dict:

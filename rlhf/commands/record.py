@@ -18,7 +18,8 @@ from typing import Annotated
 import numpy as np
 import tyro
 
-from rlhf.config import Config, ConfigError, VideoConfig
+from rlhf.config import Config, ConfigError, VideoConfig, command_check
+from rlhf.config.ranges import at_least, seed
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,13 @@ class Record:
     """Seed of the first episode's reset (the next ones use seed + 1, ...)."""
     video: VideoConfig = field(default_factory=VideoConfig)
     """Frame size and rendering settings (the labelling clips' defaults)."""
+
+    def validate(self) -> None:
+        check = command_check(Record)
+        at_least(check, "episodes", self.episodes, 1, 10_000)
+        at_least(check, "max_steps", self.max_steps, 1, 10**7)
+        seed(check, "seed", self.seed)
+        self.video.validate()
 
 
 def agent_state(run: Path) -> tuple[dict, str]:
@@ -113,8 +121,7 @@ def record(command: Record) -> Recording:
     from rlhf.render.policy import write_gif
     from rlhf.render.video import make_renderer, write_video
 
-    if command.episodes < 1 or command.max_steps < 1:
-        raise ConfigError("--episodes and --max-steps must be >= 1")
+    command.validate()
     run = Path(command.run)
     cfg = run_config(run)
     state, _ = agent_state(run)

@@ -10,7 +10,8 @@ from typing import Annotated, Literal
 import tyro
 
 from rlhf.commands.housekeeping import CleanRule, RunInfo, clean, human_size, scan, table
-from rlhf.config import ConfigError
+from rlhf.config import ConfigError, command_check
+from rlhf.config.ranges import at_least
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,11 @@ class Runs:
     """clean: only show what would be removed; --no-dry-run removes it."""
 
     def validate(self) -> None:
-        if self.max_age_days < 0:
-            raise ConfigError("--max-age-days must be >= 0")
-        if self.min_labels < 0:
-            raise ConfigError("--min-labels must be >= 0")
-        if not Path(self.runs_dir).is_dir():
-            raise ConfigError(f"--runs-dir {self.runs_dir}: no such directory")
+        check = command_check(Runs)
+        # inf: never by age; nan is no number of days
+        check(self.max_age_days >= 0, "{max_age_days} must be >= 0")
+        at_least(check, "min_labels", self.min_labels, 0, 10**9)
+        check(Path(self.runs_dir).is_dir(), "{runs_dir} ", f"{self.runs_dir}: no such directory")
 
 
 def runs_main(cmd: Runs) -> None:
@@ -63,9 +63,16 @@ def runs_main(cmd: Runs) -> None:
 _HEAD = ["run", "env", "status", "steps", "labels", "return", "reward acc", "age d", "size"]
 
 
+def shown_name(path: Path) -> str:
+    """A run's name on one line: a directory made by hand may hold a newline or a control
+    character (``rlhf train`` refuses them), shown escaped as Python writes it."""
+    name = path.name
+    return name if name.isprintable() else name.encode("unicode_escape").decode("ascii")
+
+
 def _row(i: RunInfo) -> list[str]:
     return [
-        i.path.name,
+        shown_name(i.path),
         i.env_id,
         i.status,
         "-" if i.env_steps is None else f"{i.env_steps:,}",
@@ -89,7 +96,12 @@ def _answers(i: RunInfo) -> str:
 def _report(infos: list[RunInfo], rule: CleanRule) -> None:
     parts = ["videos", "checkpoints", "tb", "labels"]
     rows = [
-        [i.path.name, i.status, *(human_size(i.sizes[p]) for p in parts), rule.reason(i) or "-"]
+        [
+            shown_name(i.path),
+            i.status,
+            *(human_size(i.sizes[p]) for p in parts),
+            rule.reason(i) or "-",
+        ]
         for i in infos
     ]
     print(table(rows, ["run", "status", *parts, "clean would free it because"]))
@@ -111,10 +123,10 @@ def _clean(infos: list[RunInfo], rule: CleanRule, dry_run: bool) -> None:
             try:
                 clean(info)
             except OSError as exc:
-                print(f"{info.path.name}: left as is: {exc}", file=sys.stderr)
+                print(f"{shown_name(info.path)}: left as is: {exc}", file=sys.stderr)
                 continue
         freed += info.cleanable
-        print(f"{info.path.name} ({reason}): {verb} {parts}, {human_size(info.cleanable)}")
+        print(f"{shown_name(info.path)} ({reason}): {verb} {parts}, {human_size(info.cleanable)}")
     tail = " (dry run: add --no-dry-run to remove)" if dry_run and chosen else ""
     print(f"{verb} {human_size(freed)} from {len(chosen)} of {len(infos)} runs{tail}")
 
@@ -139,6 +151,11 @@ class Import:
     """A directory written by rlhf export."""
     target: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="DIR")]
     """Where the new labels.sqlite goes."""
+
+    def validate(self) -> None:
+        target = Path(self.target)
+        if target.exists() and not target.is_dir():
+            raise ConfigError(f"{target} is not a directory; name a directory for labels.sqlite")
 
 
 def export_main(cmd: Export) -> None:

@@ -19,7 +19,16 @@ import tyro
 
 from rlhf.config import paths as config_paths
 from rlhf.config.agents import PPOConfig, SACConfig
-from rlhf.config.ranges import BIG, STEPS_MAX, WIDTH_MAX, above, at_least, seed, within
+from rlhf.config.ranges import (
+    BIG,
+    STEPS_MAX,
+    WIDTH_MAX,
+    Check,
+    above,
+    at_least,
+    seed,
+    within,
+)
 from rlhf.config.ratings import DataConfig, RatingScale, RatingsConfig
 from rlhf.core.labellers import LabellerError, labeller_names
 
@@ -50,6 +59,18 @@ def _check(cond: bool, template: str, suffix: str = "") -> None:
     """
     if not cond:
         raise ConfigError(render_flags(template) + suffix)
+
+
+def command_check(root: type) -> Check:
+    """A :func:`_check` for another command's settings: ``{path}`` names a field of ``root``
+    (e.g. ``{test_fraction}`` of ``rlhf reward fit`` is ``--test-fraction``)."""
+
+    def check(cond: bool, template: str, suffix: str = "") -> None:
+        if not cond:
+            named = _FIELD.sub(lambda m: config_paths.flag(root, m.group(1)), template)
+            raise ConfigError(named + suffix)
+
+    return check
 
 
 NAME_MAX = 255

@@ -27,7 +27,7 @@ WIDTH_MAX = 4096
 
 
 def _shown(bound: float) -> str:
-    if isinstance(bound, int) and abs(bound) >= 10_000:
+    if isinstance(bound, int) and abs(bound) >= 1_000_000:  # 1,000,000 not 1000000; 65535
         return f"{bound:,}"
     return f"{bound:g}" if isinstance(bound, float) else str(bound)
 

@@ -25,7 +25,8 @@ import numpy as np
 import torch
 import tyro
 
-from rlhf.config import ConfigError, RewardConfig
+from rlhf.config import ConfigError, RewardConfig, command_check
+from rlhf.config.ranges import at_least, seed, within
 from rlhf.core.types import Preference, Rating, Segment
 from rlhf.reward.learner import RewardLearner
 from rlhf.reward.train import preference_accuracy
@@ -56,6 +57,19 @@ class RewardCommand:
     """--lazy: at most this many labels of the test and of the validation share are kept in memory."""
     reward_model: RewardConfig = field(default_factory=RewardConfig)
     """The ensemble's settings (as for rlhf train)."""
+
+    def validate(self) -> None:
+        """One line for a value out of range or an --out that cannot be written, before the
+        dataset is read (a fit can take minutes)."""
+        check = command_check(RewardCommand)
+        within(check, "test_fraction", self.test_fraction, 0, 1, "[)")
+        seed(check, "seed", self.seed)
+        at_least(check, "workers", self.workers, 0, 64)
+        at_least(check, "max_held_out", self.max_held_out, 1, 10**7)
+        self.reward_model.validate()
+        out = Path(self.out)
+        check(not out.is_dir(), "{out} ", f"{self.out} is a directory; name the file to write")
+        check(out.parent.is_dir(), "{out} ", f"{self.out}: no such directory {out.parent}")
 
 
 LAZY_ABOVE = 100_000
@@ -199,13 +213,12 @@ def fit_summary(result: FitResult, unused_ratings: bool = False) -> str:
 
 
 def reward_main(cmd: RewardCommand) -> None:
-    from rlhf.data.datasets import read_info, read_preferences, read_ratings
+    from rlhf.data.reading import read_info, read_preferences, read_ratings
 
+    cmd.validate()
     dataset = Path(cmd.dataset)
     info = read_info(dataset)
     torch.set_num_threads(1)
-    if cmd.workers < 0 or cmd.max_held_out < 1:
-        raise ConfigError("--workers must be >= 0 and --max-held-out >= 1")
     lazy = cmd.lazy or info.get("counts", {}).get("labels", 0) > LAZY_ABOVE
     if lazy:
         learner, result = fit_lazy(
@@ -227,8 +240,11 @@ def reward_main(cmd: RewardCommand) -> None:
     }
     out = Path(cmd.out)
     tmp = out.with_name(f".{out.name}.tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, out)
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, out)
+    finally:  # a failed write (a full disk) leaves no half-written file behind
+        tmp.unlink(missing_ok=True)
     unused = lazy and bool(info.get("counts", {}).get("ratings", 0))
     print(f"{out}: {fit_summary(result, unused)}")
     if unused:
