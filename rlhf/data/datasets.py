@@ -39,24 +39,28 @@ Reading never changes the run (its store is opened read-only); an import writes 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from rlhf.config import ConfigError
-from rlhf.core.shell import missing_extra
-from rlhf.core.types import Answer, Pair, Preference, Rating, Segment
-from rlhf.data.minari_segments import MINARI_ID, MINARI_ROOT, SegmentReader, write_segments
-from rlhf.data.ratings import (
-    ratings_of,
-    read_rating_rows,
-    with_refs,
-    write_ratings,
+from rlhf.core.types import Segment
+from rlhf.data.minari_segments import MINARI_ID, MINARI_ROOT, write_segments
+from rlhf.data.ratings import with_refs, write_ratings
+from rlhf.data.reading import (
+    FORMAT,
+    SCHEMA_VERSION,
+    Tables,
+    pyarrow,
+    read_info,
+    read_segments,
+    read_tables,
 )
-from rlhf.data.run_rows import read_run
-from rlhf.data.v1 import V1Segments
+from rlhf.data.run_rows import RunRows, read_run
 from rlhf.store import LabelStore
 from rlhf.store.meta import (
     ENV_ID_META,
@@ -68,8 +72,6 @@ from rlhf.store.meta import (
 )
 from rlhf.store.records import pack_segment
 
-FORMAT = "rlhf-preferences"
-SCHEMA_VERSION = 3
 REF_COLUMNS = tuple(
     f"{side}_{part}" for side in ("left", "right") for part in ("episode", "start", "length")
 )
@@ -86,35 +88,35 @@ class DatasetCounts:
     ratings: int = 0
 
 
-class Segments(Protocol):
-    """Reads a dataset's segments by id (all at once, or just those asked for)."""
-
-    rows: dict[int, dict[str, Any]]
-
-    def get(self, segment_ids: list[int]) -> dict[int, Segment]: ...
-
-
-def _pyarrow() -> Any:
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError:
-        raise ConfigError(missing_extra("datasets need pyarrow", "data")) from None
-    return pyarrow
-
-
 def export_run(run: Path, out: Path, row_group_size: int = 4096) -> DatasetCounts:
     """Write the run's segments, pairs, labels and ratings as a dataset in ``out`` (a new directory).
 
     ``labels.parquet`` is written in row groups of ``row_group_size`` labels: the unit a lazy
     reader (:mod:`rlhf.data.stream`) loads at a time.
     """
-    pa = _pyarrow()
-    if out.exists() and any(out.iterdir()):
-        raise ConfigError(f"{out} exists and is not empty; name a new directory")
+    pa = pyarrow()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(
+            f"{out} exists and is not empty (or not a directory); name a new directory"
+        )
     rows = read_run(run)
-    meta, segments, pairs, labels = rows.meta, rows.segments, rows.pairs, rows.labels
+    made = [p for p in (out, *out.parents) if not p.exists()]
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        return _write_dataset(pa, run, out, rows, row_group_size)
+    except BaseException:  # a half-written dataset would refuse the retry ("not empty")
+        for path in list(out.iterdir()) if out.is_dir() else []:  # it was empty before
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        for path in made:  # innermost first; only those this export made
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        raise
+
+
+def _write_dataset(
+    pa: Any, run: Path, out: Path, rows: RunRows, row_group_size: int
+) -> DatasetCounts:
+    meta, segments, pairs, labels = rows.meta, rows.segments, rows.pairs, rows.labels
     write_segments(out, [s for _, s in segments], meta.get(ENV_ID_META), meta.get(ENV_KWARGS_META))
     episode = {seg_id: i for i, (seg_id, _) in enumerate(segments)}
     length = {seg_id: len(s) for seg_id, s in segments}
@@ -179,54 +181,41 @@ def _segment_index(pa: Any, segments: list[tuple[int, Segment]]) -> Any:
     )
 
 
-def read_info(dataset: Path) -> dict[str, Any]:
-    """``dataset.json``, checked: a one-line error unless it is a dataset this rlhf can read."""
-    try:
-        info = json.loads((dataset / "dataset.json").read_text())
-    except (OSError, ValueError):
-        raise ConfigError(f"{dataset} is not an rlhf dataset (no readable dataset.json)") from None
-    if info.get("format") != FORMAT:
-        raise ConfigError(f"{dataset}: format {info.get('format')!r} is not {FORMAT!r}")
-    if info.get("schema_version", 0) > SCHEMA_VERSION:
-        raise ConfigError(
-            f"{dataset} has schema {info['schema_version']}, newer than this rlhf reads"
-            f" ({SCHEMA_VERSION}); upgrade rlhf"
-        )
-    return info
-
-
-def read_table(dataset: Path, name: str) -> list[dict[str, Any]]:
-    """The rows of ``name``.parquet as dicts."""
-    return _pyarrow().parquet.read_table(dataset / f"{name}.parquet").to_pylist()
-
-
-def open_segments(dataset: Path) -> Segments:
-    """The dataset's segments, read on demand (schema 2) or all at once (schema 1)."""
-    info = read_info(dataset)
-    index = read_table(dataset, "segments")
-    if info.get("schema_version", 1) >= 2:
-        return SegmentReader(dataset, index)
-    return V1Segments(index)
-
-
-def read_segments(dataset: Path) -> dict[int, Segment]:
-    """Every segment of a dataset by id, with the dtypes they were stored with."""
-    segments = open_segments(dataset)
-    return segments.get(list(segments.rows))
-
-
 def import_dataset(dataset: Path, target: Path) -> DatasetCounts:
     """Write a dataset into ``target/labels.sqlite`` (a new store), ids unchanged.
 
+    Every file is read and checked before the store is made, and a failed import removes the
+    store it began (and ``target`` if it made it), so a retry finds nothing in its way.
     Unlabelled pairs come back with their videos pending, so ``rlhf serve`` renders them again.
     """
     info = read_info(dataset)
     store_path = target / "labels.sqlite"
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"{target} is not a directory; name a directory for labels.sqlite")
     if store_path.exists():
         raise ConfigError(f"{store_path} exists; import into a new directory")
-    segments = read_segments(dataset)
-    pairs, labels = read_table(dataset, "pairs"), read_table(dataset, "labels")
-    ratings = read_rating_rows(dataset)
+    tables = read_tables(dataset)
+    segments = read_segments(dataset, tables.index)
+    made = [p for p in (target, *target.parents) if not p.exists()]
+    try:
+        _write_store(store_path, info, segments, tables)
+    except BaseException:
+        for path in (store_path, *(store_path.with_name(store_path.name + s) for s in SIDECARS)):
+            path.unlink(missing_ok=True)
+        for path in made:  # innermost first; only those this import made, and only if empty
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        raise
+    return DatasetCounts(len(segments), len(tables.pairs), len(tables.labels), len(tables.ratings))
+
+
+SIDECARS = ("-wal", "-shm", "-journal")
+"""SQLite's files beside a store."""
+
+
+def _write_store(
+    store_path: Path, info: dict[str, Any], segments: dict[int, Segment], tables: Tables
+) -> None:
     store = LabelStore(store_path)
     try:
         for key in CARRIED_META:
@@ -241,12 +230,11 @@ def import_dataset(dataset: Path, target: Path) -> DatasetCounts:
                     for i, s in segments.items()
                 ],
             )
-            _insert_rows(con, "pairs", pairs)
-            _insert_rows(con, "labels", labels)
-            _insert_rows(con, "ratings", ratings)
+            _insert_rows(con, "pairs", tables.pairs)
+            _insert_rows(con, "labels", tables.labels)
+            _insert_rows(con, "ratings", tables.ratings)
     finally:
         store.close()
-    return DatasetCounts(len(segments), len(pairs), len(labels), len(ratings))
 
 
 def _insert_rows(con: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> None:
@@ -259,40 +247,3 @@ def _insert_rows(con: sqlite3.Connection, table: str, rows: list[dict[str, Any]]
         f"INSERT INTO {table}({', '.join(names)}) VALUES({marks})",
         [tuple(row[k] for k in names) for row in rows],
     )
-
-
-def preferences_of(
-    labels: list[dict[str, Any]], pairs: dict[int, dict[str, Any]], segments: Segments
-) -> list[Preference]:
-    """``labels`` rows as training data, in order (skips left out); reads only their segments."""
-    usable = [(label, Answer(label["answer"]).mu) for label in labels]
-    usable = [(label, mu) for label, mu in usable if mu is not None]
-    ids = [
-        pairs[label["pair_id"]][f"{side}_segment"]
-        for label, _ in usable
-        for side in ("left", "right")
-    ]
-    found = segments.get(ids)
-    prefs = []
-    for label, mu in usable:
-        pair = pairs[label["pair_id"]]
-        left, right = found[pair["left_segment"]], found[pair["right_segment"]]
-        prefs.append(Preference(Pair(left, right), mu))
-    return prefs
-
-
-def read_preferences(dataset: Path) -> list[Preference]:
-    """The dataset's labels as training data, oldest first (skips left out)."""
-    segments = open_segments(dataset)
-    pairs = {row["id"]: row for row in read_table(dataset, "pairs")}
-    return preferences_of(read_table(dataset, "labels"), pairs, segments)
-
-
-def read_ratings(dataset: Path) -> list[Rating]:
-    """The dataset's graded clips as training data, oldest first (skips left out; none before
-    schema 3)."""
-    rows = read_rating_rows(dataset)
-    if not rows:
-        return []
-    pairs = {row["id"]: row for row in read_table(dataset, "pairs")}
-    return ratings_of(rows, pairs, open_segments(dataset))

@@ -40,6 +40,7 @@ import numpy as np
 from rlhf.config import ConfigError
 from rlhf.core.shell import missing_extra
 from rlhf.core.types import Segment
+from rlhf.data.checks import check_segment
 
 MINARI_ID = "rlhf/segments-v0"
 MINARI_ROOT = "minari"
@@ -194,16 +195,41 @@ class SegmentReader:
             path = minari_path(dataset)
             if not path.is_dir():
                 raise ConfigError(f"{dataset} has no Minari dataset at {path}")
-            self._minari = minari.MinariDataset(str(path))
+            self.path = path
+            with self._unreadable():
+                self._minari = minari.MinariDataset(str(path))
+                self.episodes = int(self._minari.total_episodes)
+
+    @contextlib.contextmanager
+    def _unreadable(self) -> Iterator[None]:
+        """One line naming the Minari dataset for whatever its reader fails with on a truncated
+        or foreign file (Arrow, JSON, HDF5 and Minari's own errors have no common base)."""
+        try:
+            yield
+        except ConfigError:
+            raise
+        except Exception as exc:  # a user's file: said in one line, never hidden
+            gist = " ".join(f"{type(exc).__name__}: {exc}".split())[:160]
+            raise ConfigError(f"{self.path}: the Minari dataset cannot be read ({gist})") from None
 
     def get(self, segment_ids: list[int]) -> dict[int, Segment]:
         """The segments ``segment_ids`` (each read once, in episode order)."""
         wanted = sorted({self.rows[i]["episode_id"]: i for i in segment_ids}.items())
         if not wanted:
             return {}
-        episodes = self._minari.iterate_episodes([e for e, _ in wanted])
+        for episode, seg_id in wanted:
+            if not 0 <= episode < self.episodes:
+                raise ConfigError(
+                    f"segments.parquet: segment {seg_id} names episode {episode}; {self.path}"
+                    f" has {self.episodes}"
+                )
+        with self._unreadable():
+            episodes = list(self._minari.iterate_episodes([e for e, _ in wanted]))
+        where = str(self.path)
         return {
-            seg_id: self._segment(self.rows[seg_id], ep)
+            seg_id: check_segment(
+                where, seg_id, lambda r=self.rows[seg_id], e=ep: self._segment(r, e)
+            )
             for (_, seg_id), ep in zip(wanted, episodes, strict=True)
         }
 

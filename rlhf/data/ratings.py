@@ -60,15 +60,6 @@ def write_ratings(pa: Any, rows: list[dict[str, Any]], out: Path) -> None:
     pa.parquet.write_table(table, out / FILE)
 
 
-def read_rating_rows(dataset: Path) -> list[dict[str, Any]]:
-    """The rows of ``ratings.parquet``; [] for a dataset without one (schema 1 and 2)."""
-    if not (dataset / FILE).is_file():
-        return []
-    import pyarrow.parquet as pq
-
-    return pq.read_table(dataset / FILE).to_pylist()
-
-
 def ratings_of(
     rows: list[dict[str, Any]], pairs: dict[int, dict[str, Any]], segments: Any
 ) -> list[Rating]:

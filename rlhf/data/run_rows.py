@@ -36,19 +36,23 @@ def read_run(run: Path) -> RunRows:
     store = run / "labels.sqlite"
     if not store.is_file():
         raise ConfigError(f"{run} is not a run directory (no labels.sqlite in it)")
-    con = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
-    con.row_factory = sqlite3.Row
     try:
-        meta = {r["key"]: json.loads(r["value"]) for r in con.execute("SELECT * FROM meta")}
-        segments = [
-            (r["id"], unpack_segment(r["env_id"], r["start_step"], r["arrays"]))
-            for r in con.execute("SELECT id, env_id, start_step, arrays FROM segments ORDER BY id")
-        ]
-        pairs = _rows(con, "SELECT * FROM pairs ORDER BY id", drop=VIDEO_COLUMNS)
-        labels = _rows(con, "SELECT * FROM labels ORDER BY seq", drop=set())
-        ratings = store_ratings(con)
-    finally:
-        con.close()
+        con = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        con.row_factory = sqlite3.Row
+        try:
+            meta = {r["key"]: json.loads(r["value"]) for r in con.execute("SELECT * FROM meta")}
+            rows = con.execute("SELECT id, env_id, start_step, arrays FROM segments ORDER BY id")
+            segments = [
+                (r["id"], unpack_segment(r["env_id"], r["start_step"], r["arrays"])) for r in rows
+            ]
+            pairs = _rows(con, "SELECT * FROM pairs ORDER BY id", drop=VIDEO_COLUMNS)
+            labels = _rows(con, "SELECT * FROM labels ORDER BY seq", drop=set())
+            ratings = store_ratings(con)
+        finally:
+            con.close()
+    except (sqlite3.Error, ValueError, TypeError, KeyError) as exc:  # a damaged or foreign file
+        gist = " ".join(f"{type(exc).__name__}: {exc}".split())[:160]
+        raise ConfigError(f"{store} is not a readable label store ({gist})") from None
     # A store written before ratings (schema 1, read without migrating) has no kind: all pairs.
     pairs = [pair | {"kind": pair.get("kind", "pair")} for pair in pairs]
     return RunRows(meta, segments, pairs, labels, ratings)

@@ -57,8 +57,7 @@ class LabelsSource:
 
 def read_labels_source(path: Path) -> LabelsSource:
     """Segments by id, pairs, labels and ratings of a run or a dataset, and its env id."""
-    from rlhf.data.datasets import read_info, read_segments, read_table
-    from rlhf.data.ratings import read_rating_rows
+    from rlhf.data.reading import read_info, read_segments, read_tables
     from rlhf.data.run_rows import read_run
 
     if (path / "labels.sqlite").is_file():
@@ -68,11 +67,10 @@ def read_labels_source(path: Path) -> LabelsSource:
             path, env_id, dict(rows.segments), rows.pairs, rows.labels, rows.ratings
         )
     if (path / "dataset.json").is_file():
-        pairs, labels = read_table(path, "pairs"), read_table(path, "labels")
+        tables = read_tables(path)  # every file and reference checked, before the run starts
         env_id = read_info(path).get("env_id")
-        return LabelsSource(
-            path, env_id, read_segments(path), pairs, labels, read_rating_rows(path)
-        )
+        segments = read_segments(path, tables.index)
+        return LabelsSource(path, env_id, segments, tables.pairs, tables.labels, tables.ratings)
     raise ConfigError(
         f"{flag('labels_from')} {path} is neither a run directory (labels.sqlite) nor a dataset"
         " (dataset.json)"

@@ -26,8 +26,9 @@ import torch
 
 from rlhf.config import ConfigError
 from rlhf.core.types import Answer, Pair, Preference
-from rlhf.data.datasets import _pyarrow, read_info, read_table
+from rlhf.data import checks
 from rlhf.data.minari_segments import SegmentReader
+from rlhf.data.reading import pyarrow, read_info, read_table
 
 Part = Literal["train", "val", "test", "all"]
 
@@ -79,20 +80,48 @@ class LabelStream(torch.utils.data.IterableDataset):
         """Reshuffle: pass ``epoch`` yields the same labels in another order."""
         self.epoch = epoch
 
+    def _file(self) -> Any:
+        """labels.parquet opened (its footer read), or one line naming it."""
+        pa, path = pyarrow(), self.dataset / "labels.parquet"
+        try:
+            return pa.parquet.ParquetFile(path)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            gist = " ".join(str(exc).split())[:160]
+            raise ConfigError(f"{path} is not a readable Parquet file ({gist})") from None
+
     def _row_groups(self) -> range:
         worker = torch.utils.data.get_worker_info()
-        groups = _pyarrow().parquet.ParquetFile(self.dataset / "labels.parquet").num_row_groups
+        groups = self._file().num_row_groups
         if worker is None:
             return range(groups)
         return range(worker.id, groups, worker.num_workers)
+
+    def _group(self, file: Any, group: int, episodes: set[int]) -> list[dict[str, Any]]:
+        """One row group's labels, checked as they are read (the file is never read whole)."""
+        path, pa = self.dataset / "labels.parquet", pyarrow()
+        try:
+            rows = file.read_row_group(group).to_pylist()
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            gist = " ".join(str(exc).split())[:160]
+            raise ConfigError(f"{path}: row group {group} cannot be read ({gist})") from None
+        checks.check_rows(path, rows, checks.spec_of("labels", 2))
+        checks.check_answers(path, rows)
+        for row in rows:
+            for side in ("left", "right"):
+                if row[f"{side}_episode"] not in episodes:
+                    raise ConfigError(
+                        f"{path}: seq {row['seq']}: {side}_episode {row[f'{side}_episode']} is"
+                        " not an episode of segments.parquet"
+                    )
+        return rows
 
     def _labels(self) -> Iterator[tuple[int, Preference]]:
         """The part's usable labels in file order, one row group read at a time."""
         by_episode = {row["episode_id"]: row["id"] for row in self._index}
         reader = SegmentReader(self.dataset, self._index)
-        file = _pyarrow().parquet.ParquetFile(self.dataset / "labels.parquet")
+        file = self._file()
         for group in self._row_groups():
-            rows = [row for row in file.read_row_group(group).to_pylist() if self._wanted(row)]
+            rows = [r for r in self._group(file, group, set(by_episode)) if self._wanted(r)]
             wanted = [by_episode[r[f"{s}_episode"]] for r in rows for s in ("left", "right")]
             segments = reader.get(wanted)
             for row in rows:

@@ -7,23 +7,29 @@ dataset. Schema 2 (see :mod:`rlhf.data.datasets`) moved the arrays into one.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rlhf.core.types import Segment
+from rlhf.data.checks import check_segment
 
 V1_ARRAYS = ("obs", "actions", "true_rewards", "qpos", "qvel")
 
 
 class V1Segments:
-    """Schema 1: the arrays are list columns of segments.parquet, already in memory."""
+    """Schema 1: the arrays are list columns of segments.parquet (``file``), already in memory."""
 
-    def __init__(self, index: list[dict[str, Any]]) -> None:
+    def __init__(self, index: list[dict[str, Any]], file: Path) -> None:
         self.rows = {row["id"]: row for row in index}
+        self.file = file
 
     def get(self, segment_ids: list[int]) -> dict[int, Segment]:
-        return {i: self._segment(self.rows[i]) for i in segment_ids}
+        return {
+            i: check_segment(str(self.file), i, lambda i=i: self._segment(self.rows[i]))
+            for i in segment_ids
+        }
 
     @staticmethod
     def _segment(row: dict[str, Any]) -> Segment:

@@ -15,13 +15,8 @@ from rlhf.cli import main
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig, RewardConfig
 from rlhf.core.shell import install_extra
 from rlhf.core.types import Answer, Pair, Segment
-from rlhf.data.datasets import (
-    export_run,
-    import_dataset,
-    read_preferences,
-    read_ratings,
-    read_segments,
-)
+from rlhf.data.datasets import export_run, import_dataset
+from rlhf.data.reading import read_preferences, read_ratings, read_segments
 from rlhf.reward.fit import fit_offline
 from rlhf.reward.learner import RewardLearner
 from rlhf.run.runner import run
