@@ -7,8 +7,9 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -102,11 +103,40 @@ def create_run_dir(cfg: Config) -> RunDir:
     check_run_name(name)  # here too, for callers that never ran Config.validate
     run = RunDir(Path(cfg.runs_dir) / name)
     if run.config.exists():
-        raise ConfigError(f"run directory {run.root} already exists; choose another --run-name")
-    for path in (run.root, run.tb, run.videos, run.checkpoints):
-        path.mkdir(parents=True, exist_ok=True)
+        raise ConfigError(
+            f"run directory {run.root} already exists; choose another {flag('run_name')}, or"
+            f" continue it with {flag('resume')} {run.root}"
+        )
+    try:
+        for path in (run.root, run.tb, run.videos, run.checkpoints):
+            path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # --runs-dir names a file, or a place this user cannot write
+        raise ConfigError(
+            f"{flag('runs_dir')} {cfg.runs_dir}: cannot make {run.root} ({exc.strerror})"
+        ) from None
     write_config(run, cfg)
     return run
+
+
+@contextlib.contextmanager
+def removed_if_start_fails(run: RunDir, fresh: bool) -> Iterator[Callable[[], None]]:
+    """A new run whose start fails (its port taken, no CUDA device, Ctrl-C while it builds)
+    leaves no directory behind, so the same --run-name works on the retry. Call the function
+    it yields once training begins: from then on the directory stays, whatever happens. Nothing
+    of value goes: no label is asked before training begins (labels of --labels-from are
+    copies). ``fresh``: this session made the directory (never a resumed run's)."""
+    began = False
+
+    def started() -> None:
+        nonlocal began
+        began = True
+
+    try:
+        yield started
+    except BaseException:
+        if fresh and not began:
+            shutil.rmtree(run.root, ignore_errors=True)
+        raise
 
 
 CONFIG_SCHEMA = 1

@@ -52,6 +52,7 @@ from rlhf.run.resume import disk_full_line, resume_command, resume_hint, resume_
 from rlhf.run.run_dir import (
     RunDir,
     create_run_dir,
+    removed_if_start_fails,
     stored_dict,
     trainer_lock,
     write_config,
@@ -135,6 +136,8 @@ def _session(s: Session) -> Summary:
     cfg, run_dir, progress, state = s.cfg, s.run_dir, s.progress, s.state
     total = -(-cfg.total_timesteps // cfg.batch_size) * cfg.batch_size
     with contextlib.ExitStack() as cleanup:
+        # first in, last out: the directory goes after the lock and the logger let go of it
+        started = cleanup.enter_context(removed_if_start_fails(run_dir, fresh=state is None))
         cleanup.enter_context(trainer_lock(run_dir))  # one trainer per run
         if state is not None:
             write_config(run_dir, cfg)  # the budget may have been raised
@@ -159,6 +162,7 @@ def _session(s: Session) -> Summary:
             )
         if not state:  # resumable from here on, before the first label is asked
             write_checkpoint(t)
+        started()
         return _live(t)
     raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
 
