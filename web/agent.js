@@ -12,6 +12,16 @@ const PAD = 4;
 
 // `api` is the page's own request function: it sends the page id, so the server counts this poll
 // as the page's (an anonymous request would keep the end-of-run grace period open).
+let status = null; // the latest /api/status body: the figures the agent view shows beside the curve
+let lastBody = null;
+
+// The page's figures are the status's (a finished run's, summary.json's): the curve's own last
+// point is one rollout's mean, and would disagree with the header's.
+export function noteStatus(s) {
+  status = s;
+  if (lastBody) renderFigures(lastBody);
+}
+
 export function startAgentView(api) {
   let shownClip = null;
   async function poll() {
@@ -35,10 +45,29 @@ function renderPolicy(body, shownClip) {
     video.src = clip.video_url;
     video.dataset.clipId = String(clip.clip_id);
     video.play().catch(() => {}); // muted: autoplay is allowed; a refusal only leaves it paused
-    setText("policy-caption", "Iteration " + fmt.format(clip.iteration) + ", step " + fmt.format(clip.env_step));
   }
+  lastBody = body;
   drawCurve(points);
+  renderFigures(body);
   return clip ? clip.clip_id : shownClip;
+}
+
+// The clip's caption says which iteration it shows, and when the run is further on (its last
+// clip is drawn every few iterations), how far.
+function renderFigures(body) {
+  const clip = body.clip;
+  if (clip) {
+    let caption = "Iteration " + fmt.format(clip.iteration) + ", step " + fmt.format(clip.env_step);
+    const now = status && status.iteration;
+    if (now != null && now > clip.iteration) {
+      const ended = status.phase === "finished" ? "the run ended at iteration " : "the run is at iteration ";
+      caption += " (the latest clip drawn; " + ended + fmt.format(now) + ")";
+    }
+    setText("policy-caption", caption);
+  }
+  const ret = status && status.latest_true_return;
+  if (ret != null) setText("curve-true", ret.toFixed(1));
+  setText("accuracy-text", accuracyText(status));
 }
 
 function series(points, key) {
@@ -79,16 +108,15 @@ function drawCurve(points) {
   setText("curve-true", ret ? ret[1].toFixed(1) : "-");
   const pred = last("predicted_return");
   setText("curve-predicted", pred ? pred[1].toFixed(2) : "-");
-  const acc = series(points, "accuracy");
-  setText("accuracy-text", accuracyText(acc));
 }
 
-function accuracyText(acc) {
-  if (acc.length === 0) return "Reward model accuracy: not measured yet.";
-  const now = acc[acc.length - 1][1];
-  const before = acc[Math.max(0, acc.length - 6)][1];
-  const trend = now > before + 0.01 ? " (rising)" : now < before - 0.01 ? " (falling)" : " (steady)";
-  return "Reward model accuracy on held-out labels: " + Math.round(now * 100) + "%" + (acc.length > 1 ? trend : "");
+// A ratings run's figure is how well the learned reward orders held-out clips as they were
+// graded; a pairs run's, the share of held-out labels it sides with.
+function accuracyText(s) {
+  const grades = s && s.feedback_kind === "ratings";
+  const what = grades ? "Grade agreement on held-out clips" : "Reward model accuracy on held-out labels";
+  if (!s || s.reward_accuracy == null) return what + ": not measured yet.";
+  return what + ": " + Math.round(s.reward_accuracy * 100) + "%" + (s.final ? " (final)" : "") + ".";
 }
 
 export function renderLabellers(s) {

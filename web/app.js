@@ -18,8 +18,8 @@ import { keyCommand } from "./keys.js";
 import { createOutbox, MAX_RETRY_MS } from "./outbox.js";
 import { createPlayer } from "./player.js";
 import { gradeText, isRating, renderGrades } from "./ratings.js";
-import { renderFinishedScreen, renderProgressBar, renderTrainer } from "./status.js";
-import { renderLabellers, startAgentView } from "./agent.js";
+import { isRatingsRun, renderFinishedScreen, renderProgressBar, renderTrainer } from "./status.js";
+import { noteStatus, renderLabellers, startAgentView } from "./agent.js";
 
 (() => {
   const params = new URLSearchParams(location.search);
@@ -41,11 +41,8 @@ import { renderLabellers, startAgentView } from "./agent.js";
     return "p" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
   }
 
-  const ENDED_TITLES = {
-    finished: "Training has finished",
-    interrupted: "Training was interrupted",
-    crashed: "Training stopped with an error",
-  };
+  // The one sentence while the next pair is on its way (the server's NEXT_PAIR_REASON too).
+  const NEXT_PAIR = "Preparing the next pair...";
   const ANSWER_TEXT = {
     left: "left is better",
     right: "right is better",
@@ -62,7 +59,7 @@ import { renderLabellers, startAgentView } from "./agent.js";
     retryMs: 0,
     fetching: false,
     nextFails: 0,
-    waitingReason: "Loading...",
+    waitingReason: NEXT_PAIR,
     failed: new Set(), // pair ids whose video failed to load
     denied: null,
     labelsDone: null,
@@ -73,6 +70,8 @@ import { renderLabellers, startAgentView } from "./agent.js";
     ended: null, // the status that said the run is closing; no new answers from then on
     serverGone: false, // the server stopped answering after the run ended
     diskFull: false, // the trainer's disk is full: answers wait in the outbox until "Send again"
+    undoable: 0, // answers this page gave that undo can take back (Undo is disabled at 0)
+    status: null, // the latest /api/status body
   };
   const timers = { fill: 0, status: 0 };
   const player = createPlayer(state, PREFETCH);
@@ -202,7 +201,7 @@ import { renderLabellers, startAgentView } from "./agent.js";
     else {
       state.current = null;
       player.pause();
-      state.waitingReason = "Loading the next pair...";
+      state.waitingReason = NEXT_PAIR;
       render();
     }
     fillQueue();
@@ -228,13 +227,15 @@ import { renderLabellers, startAgentView } from "./agent.js";
     const op = { kind: "label", pair, answer: value, response_ms: Math.round(shownFor) };
     if (isRating(pair)) op.grade = value === "skip" ? null : grade;
     state.outbox.push(op);
+    state.undoable += 1;
     outbox.save();
     advance();
     outbox.pump();
   }
 
   function undo() {
-    if (state.denied || state.ended || state.diskFull) return;
+    if (state.denied || state.ended || state.diskFull || state.undoable === 0) return;
+    state.undoable -= 1;
     const unsent = outbox.takeBackUnsent(); // the server never saw it: take it back here
     if (unsent) {
       bringBack(unsent.pair);
@@ -251,10 +252,10 @@ import { renderLabellers, startAgentView } from "./agent.js";
       if (typeof res.data.labels_done === "number") state.labelsDone = res.data.labels_done;
       const said = op.grade !== undefined ? gradeText(op) : ANSWER_TEXT[op.answer];
       toast("Saved #" + id + ": " + said + " \u2713");
-    } else if (res.status === 409) {
-      toast("Pair #" + id + " already had a different answer; the first one was kept.", "error", 4000);
-    } else if (res.status === 404) {
-      toast("Pair #" + id + " no longer exists; nothing saved.", "error", 4000);
+    } else if (res.status === 409 || res.status === 404) {
+      // The server's sentence: true, and it never says what anyone else answered.
+      state.undoable = Math.max(0, state.undoable - 1);
+      toast(res.data.message || "Pair #" + id + " was not stored.", "error", 4000);
     } else {
       toast("Could not save pair #" + id + ": " + (res.data.message || res.status), "error", 5000);
     }
@@ -271,8 +272,10 @@ import { renderLabellers, startAgentView } from "./agent.js";
       toast("Undone: pair #" + res.data.pair.pair_id + " is back", "info");
       renderProgress();
     } else {
+      if (res.status === 409) state.undoable = 0;
       toast(res.status === 409 ? "Nothing to undo" : "Undo failed: " + res.data.message, "info");
     }
+    render();
   }
 
   // -- status --------------------------------------------------------------------------------------
@@ -284,17 +287,20 @@ import { renderLabellers, startAgentView } from "./agent.js";
       const res = await api("GET", "/api/status" + report);
       if (res.status === 401 || res.status === 403) return deny(res.data);
       if (res.ok) {
+        // A tab that outlived its run: the run is served here again (resumed, or `rlhf serve`).
+        if (state.ended && state.serverGone && !res.data.closing && !ENDED.has(res.data.phase)) {
+          location.reload();
+          return;
+        }
         state.serverGone = false;
         renderStatus(res.data);
         if (res.data.closing) enterEnded(res.data);
         else if (res.data.ready > 0 && !state.current) fillQueue();
       }
     } catch (err) {
-      setText("phase", "server unreachable");
-      if (state.ended) {
-        state.serverGone = true;
-        renderFinished();
-      }
+      state.serverGone = true; // the header says so, or after the end, still "finished"
+      renderProgress();
+      if (state.ended) renderFinished();
     }
     clearTimeout(timers.status);
     timers.status = setTimeout(pollStatus, POLL_STATUS_MS);
@@ -316,14 +322,19 @@ import { renderLabellers, startAgentView } from "./agent.js";
     renderFinished();
   }
 
-  const renderFinished = () => renderFinishedScreen(state, ENDED_TITLES);
+  const renderFinished = () => renderFinishedScreen(state);
+  const ENDED = new Set(["finished", "interrupted", "crashed"]);
 
   function renderStatus(s) {
+    state.status = s;
     state.labelsDone = s.labels_done;
     state.requested = s.labels_requested;
     state.total = s.total_labels;
+    if (state.ended) state.ended = s; // the final figures (summary.json's) replace the first
     renderTrainer(s, state);
     renderLabellers(s);
+    noteStatus(s);
+    if (state.ended) renderFinished();
   }
 
   const renderProgress = () => renderProgressBar(state);
@@ -372,11 +383,11 @@ import { renderLabellers, startAgentView } from "./agent.js";
     const playable = pair && !state.denied && !state.diskFull && !state.failed.has(pair.pair_id);
     for (const id of ["btn-left", "btn-right", "btn-equal"]) $(id).disabled = !playable;
     $("btn-skip").disabled = !pair || !!state.denied || state.diskFull;
-    $("btn-undo").disabled = !!state.denied || state.diskFull;
+    $("btn-undo").disabled = !!state.denied || state.diskFull || state.undoable === 0;
     $("btn-resend").hidden = !state.diskFull;
     $("play").disabled = !playable;
     $("scrub").disabled = !playable;
-    renderGrades(pair, playable, (grade) => answer("grade", grade));
+    renderGrades(pair, playable, (grade) => answer("grade", grade), isRatingsRun(state.status));
     setText("pair-id", pair ? (isRating(pair) ? "clip #" : "pair #") + pair.pair_id : "");
     $("screen").dataset.pairId = pair ? String(pair.pair_id) : "";
     renderOutbox();
@@ -415,6 +426,7 @@ import { renderLabellers, startAgentView } from "./agent.js";
   function start() {
     bind();
     outbox.restore();
+    state.undoable = state.outbox.filter((op) => op.kind === "label").length; // kept from before
     render();
     fillQueue();
     pollStatus();

@@ -10,6 +10,11 @@ export function setText(id, text) {
 
 export const fmt = new Intl.NumberFormat();
 
+// "1 label", "2 labels", "1,024 videos": a count and its noun, agreeing (as core/status.py's plural).
+export function count(n, one, many) {
+  return fmt.format(n) + " " + (n === 1 ? one : many || one + "s");
+}
+
 export function readStorage(key) {
   try {
     return localStorage.getItem(key);
@@ -26,6 +31,22 @@ export function duration(seconds) {
   const m = Math.round(s / 60);
   if (m < 60) return m + " min";
   return Math.floor(m / 60) + " h " + String(m % 60).padStart(2, "0") + " min";
+}
+
+// A time left as a range ("4–6 min", "about 40 s"); the same unit for both ends.
+export function durationRange(low, high) {
+  const lo = duration(low);
+  const hi = duration(high);
+  if (lo === "-" || hi === "-") return "-";
+  if (lo === hi) return "about " + lo;
+  const [loNum, loUnit] = splitUnit(lo);
+  const [hiNum, hiUnit] = splitUnit(hi);
+  return loUnit === hiUnit && loUnit ? loNum + "–" + hiNum + " " + hiUnit : lo + " – " + hi;
+}
+
+function splitUnit(text) {
+  const m = /^(\d+) (s|min)$/.exec(text);
+  return m ? [m[1], m[2]] : [text, ""];
 }
 
 // One line of feedback at the bottom of the page; the newest replaces the one before.

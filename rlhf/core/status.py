@@ -66,6 +66,13 @@ class TrainerStatus:
         eta_seconds: wall time left for the run at the pace so far (None: not known yet).
         resume_command: the command that continues this run (set once it has stopped).
         updated_at: when this status was written (seconds since the epoch).
+        feedback_kind: what a person is asked: "pairs", "ratings" or "both" (the page words
+            its question, keys and figures for it).
+        reward_accuracy: the learned reward's held-out figure of its last fit: for pairs, the
+            share of held-out labels it sides with; for a ratings-only run, the share of held-out
+            clip pairs with different grades it orders as the grades do (None: not measured).
+        final: the figures are the run's final summary (``summary.json``): the page shows
+            them as they are there, nothing counted on top.
     """
 
     phase: Phase
@@ -83,13 +90,17 @@ class TrainerStatus:
     eta_seconds: float | None = None
     resume_command: str | None = None
     updated_at: float = 0.0
+    feedback_kind: str = "pairs"
+    reward_accuracy: float | None = None
+    final: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict (NaN/inf returns become None)."""
         data = dataclasses.asdict(self)
         data["phase"] = self.phase.value
-        ret = self.latest_true_return
-        data["latest_true_return"] = None if ret is None or not math.isfinite(ret) else ret
+        for name in ("latest_true_return", "reward_accuracy", "eta_seconds"):
+            value = data[name]
+            data[name] = None if value is None or not math.isfinite(value) else value
         return data
 
     @classmethod
@@ -108,7 +119,7 @@ class TrainerStatus:
         values: dict[str, Any] = {"phase": phase}
         for name, kinds in _FIELD_TYPES.items():
             value = data.get(name)
-            if isinstance(value, bool) or not isinstance(value, kinds):
+            if isinstance(value, bool) is not (kinds is bool) or not isinstance(value, kinds):
                 continue  # missing or wrongly typed: keep the default
             if isinstance(value, float) and not math.isfinite(value):
                 continue
@@ -135,5 +146,25 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "eta_seconds": (int, float),
     "resume_command": str,
     "updated_at": (int, float),
+    "feedback_kind": str,
+    "reward_accuracy": (int, float),
+    "final": bool,
 }
 """The JSON types each field accepts when read back (None is always its default)."""
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``"1 label"``, ``"2 labels"``, ``"1,024 videos"``: a count and its noun, agreeing."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def labels_wait_message(missing: int, trained: bool) -> str:
+    """The one sentence a wait for labels is said in, on the terminal and on the page (whose
+    copy in ``web/status.js`` counts down with its live count): ``missing`` more, before the
+    agent starts learning (not ``trained`` yet) or goes on."""
+    why = (
+        "before the agent goes on (paused while the labeller catches up with the schedule)"
+        if trained
+        else "before the agent starts learning"
+    )
+    return f"waiting for {plural(missing, 'more label', 'more labels')} {why}"

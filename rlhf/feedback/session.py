@@ -13,9 +13,12 @@ import contextlib
 import json
 import signal
 import threading
+import time
 import webbrowser
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from rlhf.config import VideoConfig, WebConfig
 from rlhf.core.service import Service
@@ -23,12 +26,16 @@ from rlhf.core.shell import program, short_path
 from rlhf.core.status import Phase, TrainerStatus
 from rlhf.render.worker import RenderWorker
 from rlhf.server import ServerHandle, serve_in_thread
+from rlhf.server.pages import Pages
 from rlhf.store import LabelStore
-from rlhf.store.meta import STATUS_META
+from rlhf.store.meta import STATUS_META, WEB_PORT_META
 
 LABELS_FILE = "labels.sqlite"
 VIDEOS_DIR = "videos"
 NO_TRAINER_MESSAGE = "No trainer is running: your labels are kept for the next run or a resume."
+FAREWELL_S = 3.0
+"""After a drained run's last status, how long the server waits at most for every open page to
+read it (pages poll every 2 s), so the finished page shows the final figures."""
 
 
 class LabellingSession(Service):
@@ -63,6 +70,7 @@ class LabellingSession(Service):
         self._server: ServerHandle | None = None
         self._store: LabelStore | None = None
         self._stopped = False
+        self._drained = False
         self._lock = threading.Lock()
 
     def start(self) -> LabellingSession:
@@ -78,7 +86,7 @@ class LabellingSession(Service):
         try:
             self._worker = RenderWorker(self.run_root / LABELS_FILE, videos, self.video).start()
             self._store = LabelStore(self.run_root / LABELS_FILE)
-            self._server = serve_in_thread(
+            self._server = _serve_on_the_runs_port(
                 self._store,
                 videos,
                 self.web,
@@ -123,8 +131,23 @@ class LabellingSession(Service):
             raise RuntimeError("the labelling session is not running (call start())")
         return self._server
 
+    def drain(self, grace: float) -> None:
+        """Hand out no new pairs and store the answers still on their way, for up to ``grace``
+        seconds (less once every open page says it has sent all it holds). The server stays up:
+        the run writes its final figures next, and :meth:`stop` lets the pages read them."""
+        if self._server is None or self._stopped:
+            return
+        state = self._server.state
+        state.begin_closing()
+        deadline = time.monotonic() + grace
+        while (now := time.monotonic()) < deadline and not state.pages.all_delivered(now):
+            time.sleep(0.05)
+        self._drained = True
+
     def stop(self, grace: float = 0.0) -> None:
         """Stop the server (after ``grace`` seconds of taking late answers), then the worker.
+        After :meth:`drain`, first wait (:data:`FAREWELL_S` at most) until every open page has
+        read the status written since.
 
         Idempotent: a second call does nothing. Errors of one part never keep the others running.
         """
@@ -134,6 +157,8 @@ class LabellingSession(Service):
             self._stopped = True
         server, worker, store = self._server, self._worker, self._store
         try:
+            if server is not None and self._drained:
+                _farewell(server.state.pages, FAREWELL_S)
             if server is not None:
                 server.stop(grace=grace)
         finally:
@@ -143,6 +168,31 @@ class LabellingSession(Service):
             finally:
                 if store is not None:
                     store.close()
+
+
+def _serve_on_the_runs_port(
+    store: LabelStore, videos: Path, web: WebConfig, **kwargs: Any
+) -> ServerHandle:
+    """Serve on the port the run was served on before when ``web.port`` is 0 (any) and that
+    port is free, so a resumed run is at the address its open tabs know; else on ``web.port``.
+    The port is kept in the store for the next time."""
+    saved = store.get_meta(WEB_PORT_META)
+    handle = None
+    known = isinstance(saved, int) and not isinstance(saved, bool) and 0 < saved < 65536
+    if web.port == 0 and known:
+        with contextlib.suppress(OSError):  # taken by now: any free port will do
+            handle = serve_in_thread(store, videos, replace(web, port=saved), **kwargs)
+    if handle is None:
+        handle = serve_in_thread(store, videos, web, **kwargs)
+    store.set_meta(WEB_PORT_META, handle.port)
+    return handle
+
+
+def _farewell(pages: Pages, seconds: float) -> None:
+    since = time.monotonic()
+    deadline = since + seconds
+    while (now := time.monotonic()) < deadline and not pages.all_read_since(since, now):
+        time.sleep(0.05)
 
 
 def watch_command(runs_dir: Path) -> str:

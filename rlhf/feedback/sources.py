@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from rlhf.config import TeacherConfig, VideoConfig, WebConfig
+from rlhf.core.status import plural
 from rlhf.core.types import Pair, Segment
 from rlhf.data.seed_labels import imported_pairs
 from rlhf.store.protocols import TrainerStore
@@ -45,6 +46,12 @@ class FeedbackSource(Protocol):
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+    def drain(self, grace: float) -> None:
+        """The run has finished: let what is on its way arrive (for ``grace`` seconds at most)
+        before the last labels are fitted; :meth:`close` follows once the run's final figures
+        are written."""
+        ...
 
     def close(self, grace: float = 0.0) -> None: ...
 
@@ -96,6 +103,10 @@ class SyntheticSource:
         self.teacher.lo, self.teacher.hi = float(state["lo"]), float(state["hi"])
         self.rater.seen = [float(x) for x in state.get("rated", [])]
 
+    def drain(self, grace: float) -> None:
+        """Let the policy clips queued so far be drawn, then stop their process."""
+        self.close(grace)
+
     def close(self, grace: float = 0.0) -> None:
         """Stop the policy clips' render process, if any (after ``grace`` seconds at most)."""
         if self.clips is not None:
@@ -137,11 +148,14 @@ class HumanSource:
 
     def waiting_note(self) -> str:
         counts = self.store.counts()
-        notes = [f"{counts.ready_unlabelled} pairs ready to label at {self.url}"]
+        # Named labellers each open their own link (printed at the start): the address without
+        # a token would only answer "open your own link".
+        where = "at each labeller's link" if self.session.server.labeller_urls else f"at {self.url}"
+        notes = [f"{plural(counts.ready_unlabelled, 'pair')} ready to label {where}"]
         if counts.pending_video:
-            notes.append(f"{counts.pending_video} videos being rendered")
+            notes.append(f"{plural(counts.pending_video, 'video')} being rendered")
         if counts.failed:
-            notes.append(f"{counts.failed} videos failed")
+            notes.append(f"{plural(counts.failed, 'video')} failed")
         return "; ".join(notes)
 
     def problem(self) -> str | None:
@@ -169,6 +183,10 @@ class HumanSource:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         pass
+
+    def drain(self, grace: float) -> None:
+        """Store the answers still in flight (``grace`` seconds at most); the page stays up."""
+        self.session.drain(grace)
 
     def close(self, grace: float = 0.0) -> None:
         """Accept answers still in flight for ``grace`` seconds, then stop the session."""

@@ -122,6 +122,19 @@ class RewardLearner:
             return None
         return float(self.stats.val_accuracy)
 
+    @property
+    def val_grade_agreement(self) -> float | None:
+        """Share of held-out clip pairs with different grades that the last round orders as the
+        grades do, or None (no round yet, or no such pair held out)."""
+        if self.stats is None or np.isnan(self.stats.rating_val_pair_accuracy):
+            return None
+        return float(self.stats.rating_val_pair_accuracy)
+
+    def held_out_figure(self, feedback_kind: str) -> float | None:
+        """The held-out figure a person reads for this kind of feedback: the grade agreement
+        of a ratings-only run, the pair accuracy otherwise."""
+        return self.val_grade_agreement if feedback_kind == "ratings" else self.val_accuracy
+
     # -- state ----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to rebuild this learner (see :meth:`from_state_dict`)."""

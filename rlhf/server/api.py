@@ -17,6 +17,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request, send_file
 
 from rlhf.core.types import Answer
+from rlhf.data.seed_labels import imported_pairs
 from rlhf.render.paths import POLICY_DIR
 from rlhf.server.access import labeller
 from rlhf.server.named import label_as, second_look
@@ -110,9 +111,7 @@ def api_next() -> Response:
         return jsonify({"pair": pair, **pair, "state": "ready", "reason": None})
     status = status_payload(state)
     with state.leases.lock:
-        others = state.labellers is not None and bool(
-            state.leases.held_by_others(who, time.monotonic())
-        )
+        others = bool(state.leases.held_by_others(who, time.monotonic()))
     kind, reason = waiting(status, held_elsewhere=bool(exclude), held_by_others=others)
     return jsonify({"pair": None, "state": kind, "reason": reason, "status": status})
 
@@ -125,9 +124,9 @@ def _lease_next(state: ServerState, exclude: list[int], who: str) -> list[Any]:
         # cannot fill the table, and one page cannot take the pairs others are watching.
         state.leases.take(state.store.ready_among(exclude), who, now, steal=False)
         others = state.leases.held_by_others(who, now)
+        # Never another's pair, named or not: two people answering one pair at once waste an
+        # answer and get a 409 (second opinions come from second_look, on purpose only).
         recs = state.store.next_ready(set(exclude) | others, limit=1)
-        if not recs and others and state.labellers is None:  # named: never another's pair
-            recs = state.store.next_ready(exclude, limit=1)
         if recs:
             state.leases.take([recs[0].id], who, now)
     return recs
@@ -180,15 +179,22 @@ def api_label() -> Response:
             pair_id, answer, source="human", labeller=labeller(), response_ms=response_ms
         )
     state.leases.release(pair_id)
+    if new:
+        state.answer_times.note(time.monotonic())
     return jsonify(
         {
             "saved": True,
             "duplicate": not new,
             "pair_id": pair_id,
             "answer": answer.value,
-            "labels_done": state.store.label_count(),
+            "labels_done": _labels_done(state),
         }
     )
+
+
+def _labels_done(state: ServerState) -> int:
+    """This run's own answers, as ``/api/status`` counts them (not those of --labels-from)."""
+    return state.store.label_count() - imported_pairs(state.store)
 
 
 def _rate(state: ServerState, query_id: int, grade: object, response_ms: int | None) -> Response:
@@ -208,6 +214,8 @@ def _rate(state: ServerState, query_id: int, grade: object, response_ms: int | N
         response_ms=response_ms,  # type: ignore[arg-type]
     )
     state.leases.release(query_id)
+    if new:
+        state.answer_times.note(time.monotonic())
     return jsonify(
         {
             "saved": True,
@@ -215,7 +223,7 @@ def _rate(state: ServerState, query_id: int, grade: object, response_ms: int | N
             "pair_id": query_id,
             "answer": Answer.SKIP.value if grade is None else "grade",
             "grade": grade,
-            "labels_done": state.store.label_count(),
+            "labels_done": _labels_done(state),
         }
     )
 
@@ -240,6 +248,7 @@ def api_undo() -> Response:
     if undone is None or who is None:
         raise ApiError(409, "nothing_to_undo", "There is no label of yours to undo.")
     pair_id, answer = undone
+    state.answer_times.forget_last()
     with state.leases.lock:
         state.leases.take([pair_id], who, time.monotonic())
     pair = pair_payload(state.store.get_pair_record(pair_id), state.store)
@@ -249,7 +258,7 @@ def api_undo() -> Response:
             **answer,
             "pair": pair,
             **pair,
-            "labels_done": state.store.label_count(),
+            "labels_done": _labels_done(state),
         }
     )
 

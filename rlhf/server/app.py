@@ -59,8 +59,8 @@ STORE_ERRORS: dict[type[QueryError], tuple[int, str, str, str]] = {
     LabelConflict: (
         409,
         "conflict",
-        "Pair {id} already has a different answer; it was kept.",
-        "Clip {id} already has a different grade; it was kept.",
+        "Pair {id} already has an answer, so this one was not stored.",
+        "Clip {id} already has a grade, so this one was not stored.",
     ),
 }
 """Each store error -> (status, error code, the message about a pair, about a clip to grade): the

@@ -12,10 +12,9 @@ LEASE_SECONDS = 300.0
 class Leases:
     """Pairs handed out per labeller, each until its lease expires.
 
-    Without names, leases only spread work: when every ready pair is leased to another browser,
-    the pair is handed out anyway (a second answer is harmless: same answer -> duplicate,
-    different -> 409). Named labellers are people: a pair leased to one is neither handed to nor
-    answered by another until the lease ends (``named.py``). Callers
+    A pair leased to one labeller (a browser without names) is not handed to another until
+    the lease ends: the second person would answer it for nothing. Named labellers are people
+    too, and a pair leased to one is not even answered by another (``named.py``). Callers
     hold :attr:`lock` around a look-then-take sequence, and only ever lease pairs that exist and
     are ready, so the table never holds more entries than there are pairs to hand out.
     """

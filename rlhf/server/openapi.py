@@ -135,6 +135,30 @@ _STATUS = _object(
         "labels_target": _int(nullable=True),
         "labels_retired": _int(),
         "eta_seconds": _nullable("number"),
+        "eta": {
+            "oneOf": [
+                {"type": "null"},
+                _object(
+                    {
+                        "low_s": {"type": "number", "minimum": 0},
+                        "high_s": {"type": "number", "minimum": 0},
+                        "from": {"enum": ["answers", "trainer"]},
+                    }
+                ),
+            ],
+            "description": "Time left as a range: at the pace of the answers while labels are"
+            " still to give, then the trainer's estimate; null until it is known.",
+        },
+        "feedback_kind": {"enum": ["pairs", "ratings", "both"]},
+        "reward_accuracy": {
+            **_nullable("number"),
+            "description": "The learned reward's held-out figure: pair accuracy, or for a"
+            " ratings run the share of held-out clip pairs it orders as their grades.",
+        },
+        "final": {
+            "type": "boolean",
+            "description": "The figures are the finished run's summary.json.",
+        },
         "phase": {"enum": [*(p.value for p in Phase), None]},
         "message": _nullable("string"),
         "resume_command": _nullable("string"),

@@ -35,6 +35,8 @@ class _Page:
     seen: float
     outbox: int = 0
     ended: bool = False
+    reported: float = -math.inf
+    """When it last reported its outbox (a status poll: it read the run's status then)."""
 
 
 class Pages:
@@ -72,12 +74,23 @@ class Pages:
             page.seen = now
             if outbox is not None:
                 page.outbox = outbox
+                page.reported = now
             if ended is not None:
                 page.ended = ended
             if answering:
                 page.outbox, page.ended = max(page.outbox, 1), False
             while len(self._pages) > self.max_pages:
                 del self._pages[next(iter(self._pages))]
+
+    def all_read_since(self, since: float, now: float) -> bool:
+        """True when every open page has read the status since ``since`` (the last status the
+        run wrote): the finished page then shows the run's final figures."""
+        with self._lock:
+            return all(
+                page.reported >= since
+                for page in self._pages.values()
+                if now - page.seen < self.active_s
+            )
 
     def all_delivered(self, now: float) -> bool:
         """True when no open page holds an answer it could still send."""

@@ -6,6 +6,7 @@ from typing import Any
 
 from rlhf.core.status import Phase, TrainerStatus
 from rlhf.data.seed_labels import imported_pairs
+from rlhf.server.eta import eta_range
 from rlhf.server.named import labeller_name, labellers_payload
 from rlhf.server.state import ServerState
 from rlhf.store import RATING, PairRecord
@@ -25,6 +26,7 @@ ENDED_REASONS = {
     Phase.CRASHED: "Training stopped with an error: your labels are saved.",
 }
 CLOSING_REASON = "The labelling session is ending: your labels are saved. Thank you!"
+NEXT_PAIR_REASON = "Preparing the next pair..."
 
 
 def pair_payload(rec: PairRecord, store: ServerStore | None = None) -> dict[str, Any]:
@@ -69,16 +71,18 @@ def status_payload(state: ServerState) -> dict[str, Any]:
     imported = imported_pairs(store)
     requested = (trainer.labels_requested if trainer is not None else 0) or hint or 0
     requested = max(requested, counts.pairs - imported) or None
-    total = trainer.labels_total if trainer is not None else 0
+    total = (trainer.labels_total if trainer is not None else 0) or hint
+    done = counts.labelled - imported
+    target = None if trainer is None else trainer.labels_target
 
     def figure(name: str) -> int | float | None:
         return None if trainer is None else getattr(trainer, name)
 
     return {
-        "labels_done": counts.labelled - imported,
+        "labels_done": done,
         "labels_imported": imported,
         "labels_requested": requested,
-        "total_labels": total or hint,
+        "total_labels": total,
         "pending": counts.pending_video,
         "ready": counts.ready_unlabelled,
         # Named labellers: counts that move with another's answer would tell it (named.py).
@@ -93,9 +97,14 @@ def status_payload(state: ServerState) -> dict[str, Any]:
         "latest_success_rate": figure("latest_success_rate"),
         "labels_used": figure("labels_used"),
         "labels_needed": figure("labels_needed"),
-        "labels_target": figure("labels_target"),
+        # The trainer counts every stored answer; the page, this run's own (as labels_done).
+        "labels_target": None if target is None else max(0, target - imported),
         "labels_retired": counts.retired,
         "eta_seconds": figure("eta_seconds"),
+        "eta": time_left(state, trainer, (total or 0) - done),
+        "feedback_kind": "pairs" if trainer is None else trainer.feedback_kind,
+        "reward_accuracy": figure("reward_accuracy"),
+        "final": trainer is not None and trainer.final,
         "phase": None if trainer is None else trainer.phase.value,
         "message": None if trainer is None else trainer.message or None,
         "resume_command": None if trainer is None else trainer.resume_command,
@@ -108,6 +117,25 @@ def status_payload(state: ServerState) -> dict[str, Any]:
         "labeller": labeller_name(state),
         "labellers": labellers_payload(state, labeller_name(state)),
     }
+
+
+def time_left(
+    state: ServerState, trainer: TrainerStatus | None, labels_left: int
+) -> dict[str, Any] | None:
+    """``{"low_s", "high_s", "from"}``: the time left as a range, or None until it is known.
+
+    While a person still has labels to give, it is theirs at the pace of the answers so far
+    (``eta.py``); after that, the trainer's own estimate once a tenth of the steps are done
+    (before, its pace is mostly start-up and waits)."""
+    if trainer is None or trainer.phase.ended:
+        return None
+    if labels_left > 0:
+        span = eta_range(state.answer_times.snapshot(), labels_left)
+        return None if span is None else {"low_s": span[0], "high_s": span[1], "from": "answers"}
+    eta, total = trainer.eta_seconds, trainer.total_timesteps
+    if eta is None or not total or trainer.env_steps < 0.1 * total:
+        return None
+    return {"low_s": eta, "high_s": eta, "from": "trainer"}
 
 
 def policy_payload(store: ServerStore) -> dict[str, Any]:
@@ -144,16 +172,23 @@ def waiting(
     status: dict[str, Any], held_elsewhere: bool, held_by_others: bool = False
 ) -> tuple[str, str]:
     """(state, reason) shown when there is no pair to label: ``held_elsewhere``, the page holds
-    pairs already; ``held_by_others``, other named labellers hold the ready ones."""
+    pairs already; ``held_by_others``, other labellers hold ready ones.
+
+    One sentence per state a person can tell apart: a pair on its way (rendering, or every ready
+    one already on this page) is one state to them, however it is on its way; four sentences
+    flashing by while a pair renders read as noise. ``state`` still tells a script which it is.
+    """
     phase = Phase(status["phase"]) if status["phase"] else None
     if status["closing"]:
         return "finished", ENDED_REASONS.get(phase, CLOSING_REASON)  # type: ignore[arg-type]
     if status["pending"] > 0:
-        return "rendering", "Rendering the next videos..."
-    if status["ready"] > 0 and held_by_others and not held_elsewhere:
-        return "busy", "Every ready pair is being labelled by another labeller; waiting..."
+        return "rendering", NEXT_PAIR_REASON
+    if status["ready"] > 0 and held_by_others:
+        return "busy", "Every pair ready now is with another labeller; waiting for new ones..."
     if status["ready"] > 0 and held_elsewhere:
-        return "busy", "Every ready pair is already on this page; waiting for new ones..."
+        return "busy", NEXT_PAIR_REASON
     if phase is Phase.FINISHED:
         return "finished", ENDED_REASONS[Phase.FINISHED]
-    return "waiting", "Waiting for the trainer to send pairs..."
+    if not status["pairs"]:
+        return "waiting", "Waiting for the trainer's first pairs..."
+    return "waiting", "Every pair asked so far is answered: the trainer asks for more as it trains."

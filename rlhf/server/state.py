@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from flask import current_app
 
+from rlhf.server.eta import AnswerTimes
 from rlhf.server.leases import Leases
 from rlhf.server.pages import Pages
 from rlhf.store.protocols import ServerStore
@@ -57,6 +58,8 @@ class ServerState:
     """Named labellers as ``{token: name}`` (see :mod:`rlhf.core.labellers`); None: anonymous."""
     overlap: float = 0.0
     """With named labellers, the share of pairs also shown to a second labeller."""
+    answer_times: AnswerTimes = field(default_factory=AnswerTimes)
+    """When the latest new answers arrived: the pace the page's time left comes from."""
 
     @property
     def closing(self) -> bool:

@@ -54,6 +54,11 @@ TOKENS_META = "labeller_tokens"
 """``{name: token}`` of the run's named labellers (``--labeller``), so their links stay the same
 across ``rlhf serve`` and ``train --resume``. Written and read by ``server/serve.py``."""
 
+WEB_PORT_META = "web_port"
+"""The port the run's labelling page was last served on (an integer), so ``train --resume`` and
+``rlhf serve`` serve it there again when the port is free (with ``--web.port`` 0, the default): a
+tab left open from before reconnects by itself. Written and read by ``feedback/session.py``."""
+
 RENDER_WORKER_META = "render_worker"
 """``{"pid", "gl", "started_at"}`` of the latest render worker to start, with the GL backend it
 chose (for status displays and tests). Written by ``render/worker.py``."""

@@ -46,6 +46,7 @@ class _Recorder:
         class FakeServer:
             url = "http://127.0.0.1:1234/"
             local_url = "http://127.0.0.1:1234"
+            port = 1234
             labeller_urls = types.MappingProxyType({})  # no named labellers
 
             def stop(self, grace: float = 0.0) -> None:
@@ -227,3 +228,36 @@ def test_serve_run_serves_a_run_until_stopped(
 def test_serve_run_refuses_a_directory_without_a_store(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"labels\.sqlite"):
         serve_run(tmp_path, WebConfig(), VideoConfig())
+
+
+def test_a_run_is_served_again_on_its_port_while_it_is_free(
+    web_run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tab left open on a run reconnects when the run is resumed (or served): same address."""
+
+    class Worker:
+        def __init__(self, *args: object) -> None:
+            pass
+
+        def start(self) -> Worker:
+            return self
+
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr(session_mod, "RenderWorker", Worker)
+    root = web_run[1].parent
+
+    def port_of_a_session() -> int:
+        with LabellingSession(root, WebConfig(), VideoConfig(), lambda _: None) as session:
+            return session.server.port
+
+    first = port_of_a_session()
+    assert port_of_a_session() == first
+    with socket.socket() as taken:  # someone else has it now: any free port will do
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", first))
+        taken.listen()
+        other = port_of_a_session()
+    assert other != first
+    assert port_of_a_session() == other  # the port it was last served on

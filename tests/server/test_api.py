@@ -73,21 +73,27 @@ def test_next_skips_labelled_pairs_and_explains_waiting(client: FlaskClient, web
     store.mark_video(4, "failed", error="boom")
     waiting = client.get("/api/next").get_json()
     assert waiting["pair"] is None and waiting["state"] == "waiting"
-    assert waiting["reason"] == "Waiting for the trainer to send pairs..."
+    assert waiting["reason"].startswith("Every pair asked so far is answered")
     store.set_meta(STATUS_KEY, TrainerStatus(Phase.FINISHED).to_json())
     done = client.get("/api/next").get_json()
     assert done["state"] == "finished" and "nothing left" in done["reason"]
 
 
 def test_concurrent_labellers_are_handed_different_pairs(app, web_run: Run) -> None:
+    store, _ = web_run
     alice, bob = app.test_client(), app.test_client()
     a = alice.get("/api/next").get_json()["pair_id"]
     b = bob.get("/api/next").get_json()["pair_id"]
     assert a != b
-    # When only leased pairs are left they are still handed out rather than leaving bob idle.
     c = bob.get(f"/api/next?exclude={b}").get_json()["pair_id"]
     assert c not in (a, b)
-    assert bob.get(f"/api/next?exclude={b},{c}").get_json()["pair_id"] == a
+    # Only alice's pair is left: it is not handed to bob too (one of the two answers would be
+    # refused); bob waits, and is told why.
+    assert bob.get(f"/api/next?exclude={b},{c}").get_json()["pair"] is None
+    store.mark_video(4, "failed", error="no more on the way")
+    busy = bob.get(f"/api/next?exclude={b},{c}").get_json()
+    assert busy["pair"] is None and busy["state"] == "busy"
+    assert "another labeller" in busy["reason"]
 
 
 @pytest.mark.parametrize("exclude", ["a", "1,x", "1.5", ",".join(["1"] * 101)])
@@ -276,6 +282,10 @@ def test_status_reports_store_and_trainer_figures(client: FlaskClient, web_run: 
         "labels_target": None,
         "labels_retired": 0,
         "eta_seconds": None,
+        "eta": None,  # 3 answers set no pace yet
+        "feedback_kind": "pairs",
+        "reward_accuracy": None,
+        "final": False,
         "phase": "training",
         "message": "Collecting rollouts.",
         "resume_command": None,

@@ -61,14 +61,14 @@ def test_each_route_answers_a_store_error_with_the_same_json(
             {"pair_id": 1, "answer": "right"},
             409,
             "conflict",
-            "Pair 1 already has a different answer; it was kept.",
+            "Pair 1 already has an answer, so this one was not stored.",
         ),
         (
             label,
             {"pair_id": clip, **grade},
             409,
             "conflict",
-            f"Clip {clip} already has a different grade; it was kept.",
+            f"Clip {clip} already has a grade, so this one was not stored.",
         ),
     ]
     for url, body, status, code, message in expected:

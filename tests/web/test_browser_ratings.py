@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rlhf.config import WebConfig
+from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.core.types import Answer, Pair
 from rlhf.server import serve_in_thread
 from rlhf.store import SCALE_META, VIDEO_READY, LabelStore
@@ -76,3 +77,57 @@ def test_rating_page_grades_with_keys_and_undo(rating_run, page) -> None:
     page.keyboard.press("ArrowLeft")
     wait_for(page, lambda: {lb.pair_id: lb.answer for lb in store.labels()} == {3: Answer.LEFT})
     assert _grades(store) == {1: 0, 2: None}
+
+
+def test_a_ratings_run_is_its_own_page_to_its_end(rating_run, page) -> None:
+    """One clip and its question, grade keys in the legend, Undo only once there is an answer;
+    at the end, the grade agreement and the summary's figures, "finished" in the header even
+    once the server is gone, and what to do next."""
+    store, handle = rating_run
+    store.set_meta(
+        STATUS_KEY,
+        TrainerStatus(Phase.TRAINING, iteration=2, feedback_kind="ratings").to_json(),
+    )
+    page.goto(handle.url)
+    wait_playing(page, 1)
+    assert page.locator("#btn-undo").is_disabled()  # nothing to undo yet
+    assert page.locator("#question").inner_text().startswith("How close is this clip")
+    assert not page.locator(".captions").is_visible()  # no LEFT / RIGHT over one clip
+    divider = page.evaluate(
+        "getComputedStyle(document.getElementById('screen'), '::after').display"
+    )
+    assert divider == "none"
+    legend = page.locator(".legend").inner_text()
+    assert "0 failed, 1 wobbly, 2 <b>fine</b>" in legend and "left is better" not in legend
+    page.keyboard.press("1")
+    wait_playing(page, 2)
+    assert page.locator("#btn-undo").is_enabled()
+
+    summary = TrainerStatus(
+        Phase.FINISHED,
+        message="training has finished",
+        iteration=4,
+        env_steps=2048,
+        total_timesteps=2000,
+        latest_true_return=-12.34,
+        labels_used=1,
+        feedback_kind="ratings",
+        reward_accuracy=0.75,
+        resume_command="rlhf train --resume runs/r --total-timesteps 4000",
+        final=True,
+    )
+    store.set_meta(STATUS_KEY, summary.to_json())
+    handle.state.begin_closing()
+    page.wait_for_selector("#finished:not([hidden])", timeout=8000)
+    wait_for(page, lambda: page.locator("#final-accuracy").inner_text() == "75%")
+    assert page.locator("#final-accuracy-name").inner_text().lower() == "grade agreement"
+    assert page.locator("#final-labels-used-name").inner_text().lower() == "grades used"
+    assert page.locator("#final-steps").inner_text() == "2,048"
+    assert page.locator("#env-steps").inner_text() == "2,048"  # never "2,048 / 2,000"
+    message = page.locator("#finished-message").inner_text()
+    assert "finished" not in message.lower()  # the title is not said twice
+    assert "not measured" not in page.locator("body").inner_text()
+    handle.stop()
+    wait_for(page, lambda: page.locator("#server-gone").inner_text() != "", timeout=10)
+    assert page.locator("#phase").inner_text() == "finished"  # not "server unreachable"
+    assert "run the command below" in page.locator("#server-gone").inner_text()
