@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from rlhf.agent.ppo import UpdateStats
 from rlhf.config import Config
 from rlhf.core.status import Phase, TrainerStatus
 from rlhf.reward.learner import RewardLearner
-from rlhf.run.lifecycle import Progress
+from rlhf.run.lifecycle import Progress, Summary
 from rlhf.run.logger import Logger
 from rlhf.store import StoreCounts
 from rlhf.store.meta import STATUS_META
@@ -121,6 +121,7 @@ def trainer_status(
     resume_command: str | None = None,
     labels_target: int | None = None,
     eta_seconds: float | None = None,
+    reward_accuracy: float | None = None,
 ) -> TrainerStatus:
     """The status the labelling page shows, from the loop's counters."""
     return TrainerStatus(
@@ -139,6 +140,8 @@ def trainer_status(
         eta_seconds=eta_seconds,
         resume_command=resume_command,
         updated_at=time.time(),
+        feedback_kind=cfg.feedback_kind,
+        reward_accuracy=reward_accuracy,
     )
 
 
@@ -158,6 +161,7 @@ class StatusBoard:
 
     def publish(self, phase: Phase, message: str, **extra: object) -> None:
         extra.setdefault("eta_seconds", self.eta_seconds())
+        extra.setdefault("reward_accuracy", self.reward.held_out_figure(self.cfg.feedback_kind))
         labels_used = self.reward.fitted_on
         status = trainer_status(self.cfg, self.progress, labels_used, phase, message, **extra)  # type: ignore[arg-type]
         self.store.set_meta(STATUS_META, status.to_json())
@@ -168,3 +172,26 @@ class StatusBoard:
         self.publish(
             Phase.WAITING, message, labels_needed=labels_needed, labels_target=labels_target
         )
+
+    def final(self, summary: Summary, resume_command: str | None) -> None:
+        """The finished run's figures for the page, as ``summary.json`` has them (written after
+        the last labels were fitted): one source for every figure the finished page shows."""
+        status = trainer_status(
+            self.cfg,
+            self.progress,
+            summary.labels_used,
+            Phase.FINISHED,
+            "training has finished",
+            resume_command=resume_command,
+            reward_accuracy=summary.reward_val_accuracy
+            if self.cfg.feedback_kind != "ratings"
+            else self.reward.val_grade_agreement,
+        )
+        status = replace(
+            status,
+            env_steps=summary.env_steps,
+            latest_true_return=summary.final_true_return,
+            latest_success_rate=summary.final_success_rate,
+            final=True,
+        )
+        self.store.set_meta(STATUS_META, status.to_json())

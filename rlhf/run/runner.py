@@ -200,11 +200,12 @@ def _finish(t: Trainer, phase: Phase, error: str | None = None, checkpoint: bool
     """Save what the run has, tell the page, let answers in flight arrive, write the summary."""
     resume = resume_command(t.run_dir.root)
     close = t.prefs.feedback.close if t.prefs is not None else lambda grace: None
+    longer = f"{resume} --total-timesteps {2 * t.cfg.total_timesteps}"
     if phase is Phase.FINISHED:
-        longer = f"{resume} --total-timesteps {2 * t.cfg.total_timesteps}"
         publish(t, phase, "training has finished", resume_command=longer)
-        close(t.cfg.web.finish_grace)
-        log_last_clips(t)  # those drawn while the source closed
+        if t.prefs is not None:  # answers in flight arrive; the page stays up for the summary
+            t.prefs.feedback.drain(t.cfg.web.finish_grace)
+        log_last_clips(t)  # those drawn while the source drained
         if t.prefs is not None:  # every label, those that arrived during the grace period too
             fit_reward(t.prefs, t.rngs["train"], final=True)
     elif phase is Phase.INTERRUPTED:
@@ -222,6 +223,9 @@ def _finish(t: Trainer, phase: Phase, error: str | None = None, checkpoint: bool
     summary = _summary(t, phase, error)
     write_json_atomic(t.run_dir.summary, summary.__dict__)
     if phase is Phase.FINISHED:
+        if t.status is not None:  # the page's final figures are summary.json's
+            t.status.final(summary, longer)
+        close(t.cfg.web.finish_grace)
         t.logger.message(f"run finished: {t.run_dir.root} (summary.json)")
     return summary
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from rlhf.config import flag
+from rlhf.core.status import labels_wait_message
 from rlhf.feedback.sources import FeedbackSource
 from rlhf.run.lifecycle import RunError, StopSignals
 from rlhf.run.report import StatusBoard
@@ -39,8 +40,9 @@ def wait_for_labels(
         problem = feedback.problem()
         if problem is not None:
             raise RunError(f"waiting for labels that cannot come: {problem}")
-        message = f"waiting for {missing} more labels before the agent starts learning"
-        status.waiting(f"{message} ({feedback.waiting_note()})", missing)
+        message = labels_wait_message(missing, trained=False)
+        # The page is the labelling place: it gets the sentence, not the note with its address.
+        status.waiting(message, missing, needed)
         if missing != shown:
             say(f"{message}: {feedback.waiting_note()}")
             shown = missing
@@ -89,18 +91,13 @@ def wait_for_schedule(
     Raises:
         RunError: the labels can never come (e.g. no video can be rendered).
     """
-    why = (
-        "before the agent starts learning"
-        if not trained
-        else "before the agent goes on (paused while the labeller catches up with the schedule)"
-    )
     said_at = None
     while (live := store.counts().live) > 0 and not stop.requested:
         problem = feedback.problem()
         if problem is not None:
             raise RunError(f"waiting for labels that cannot come: {problem}")
-        message = f"waiting for {live} more labels {why}"
-        status.waiting(f"{message} ({feedback.waiting_note()})", live, store.label_count() + live)
+        message = labels_wait_message(live, trained)
+        status.waiting(message, live, store.label_count() + live)
         now = time.monotonic()
         if said_at is None or now - said_at >= SAY_EVERY_S:
             say(f"{message}: {feedback.waiting_note()}")
