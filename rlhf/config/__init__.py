@@ -305,13 +305,12 @@ class VideoConfig:
     """Frames per second; None plays the segment at real time (1 / env dt)."""
     ready_ahead: int = 6
     """The fewest pairs the render workers keep ready (or rendering) ahead of the labeller. They
-    keep more while the labeller answers faster than one render takes (the answers expected
-    during one render, twice over, plus one per render process), up to
-    ``--video.ready-ahead-max``: a machine whose cores are shared lengthens each render, so it
-    raises the number by itself."""
+    keep more for a fast labeller: twice the answers given during one render (at least 3 s of
+    answers), plus one per render process, up to --video.ready-ahead-max. Other work on the
+    machine lengthens each render, so it raises the number by itself."""
     ready_ahead_max: int = 24
     """The most pairs kept ready (or rendering) for a fast labeller; the same number as
-    ``--video.ready-ahead`` keeps a fixed number. More costs render time the trainer could have
+    --video.ready-ahead keeps a fixed number. More costs render time the trainer could have
     had, and pairs a newer policy retires before anyone sees them."""
     render_processes: int = 0
     """Render processes; 0: one per core but the trainer's, at least 2, at most 4."""

@@ -5,7 +5,9 @@ A fixed number ahead is either too few or wasteful: a labeller who answers every
 machine whose cores are shared with training drains six pairs faster than two render processes
 refill them, while a slow labeller on an idle machine needs only a couple. Over the time one pair
 takes to render, the labeller answers ``answers_per_s * render_s`` pairs; those must already be
-ready, besides the ones being rendered. Load shows up by itself, as a longer render time.
+ready, besides the ones being rendered. Load shows up by itself, as a longer render time; and
+since a trainer's update can slow every render for a few seconds before any finished render
+shows it, a fast labeller always has a few seconds of answers ready.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ from dataclasses import dataclass
 SAFETY = 2.0
 """Margin over the pairs the labeller answers while one renders: answer times and render times
 both vary (a short pair, the trainer's update hogging the cores)."""
+
+HORIZON_S = 3.0
+"""Seconds of the labeller's answers kept ready however fast renders are now: about one PPO
+update, the spike of load a render time measured before it cannot foresee."""
 
 ANSWERS_SEEN = 10
 """The labeller's pace is read from this many latest answers."""
@@ -39,11 +45,12 @@ def ready_target(
     floor: int, ceiling: int, answers_per_s: float, render_s: float | None, processes: int
 ) -> int:
     """Pairs to keep ready or rendering: the labeller's answers during one render, times
-    :data:`SAFETY`, plus one per render process (a pair being rendered is not ready yet); at
-    least ``floor`` (also when nothing is measured yet) and at most ``max(floor, ceiling)``."""
+    :data:`SAFETY` (or during :data:`HORIZON_S`, if longer), plus one per render process (a
+    pair being rendered is not ready yet); at least ``floor`` (also when nothing is measured
+    yet) and at most ``max(floor, ceiling)``."""
     if render_s is None or answers_per_s <= 0:
         return floor
-    wanted = math.ceil(answers_per_s * render_s * SAFETY) + processes
+    wanted = math.ceil(answers_per_s * max(render_s * SAFETY, HORIZON_S)) + processes
     return max(floor, min(max(floor, ceiling), wanted))
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlhf.config import VideoConfig
+from rlhf.config import ConfigError, VideoConfig
 from rlhf.core.types import Answer, Pair
 from rlhf.render.pace import RenderPace, answer_rate, ready_target
 from rlhf.render.worker import render_round
@@ -23,8 +23,8 @@ def test_target_rises_with_answer_rate_and_render_time() -> None:
     slow_labeller = ready_target(6, 40, answers_per_s=0.2, render_s=1.0, processes=2)
     fast_labeller = ready_target(6, 40, answers_per_s=2.5, render_s=1.0, processes=2)
     fast_on_loaded_cores = ready_target(6, 40, answers_per_s=2.5, render_s=3.0, processes=2)
-    assert slow_labeller == 6  # 0.2 * 1.0 * 2 + 2 renders: the floor is more
-    assert fast_labeller == 7  # 2.5 * 1.0 * 2 + 2
+    assert slow_labeller == 6  # 0.2 * 3 s + 2 renders: the floor is more
+    assert fast_labeller == 10  # 2.5 * 3 s (more than 1.0 * 2) + 2
     assert fast_on_loaded_cores == 17  # 2.5 * 3.0 * 2 + 2
     assert ready_target(6, 12, answers_per_s=2.5, render_s=3.0, processes=2) == 12  # the ceiling
     assert ready_target(6, 3, answers_per_s=9.0, render_s=9.0, processes=2) == 6  # never < floor
@@ -93,3 +93,8 @@ def test_a_fast_labeller_gets_more_pairs_ahead_an_idle_one_the_floor(tmp_path: P
         con.execute("UPDATE labels SET created_at = created_at - 3600")
     assert _claimed(store, tmp_path, pace) == 4
     assert store.get_pair_record(ids[10]).video_status == VIDEO_PENDING
+
+
+def test_a_ceiling_below_one_is_refused_naming_the_flag() -> None:
+    with pytest.raises(ConfigError, match=r"--video\.ready-ahead-max must be >= 1"):
+        VideoConfig(ready_ahead_max=0).validate()
