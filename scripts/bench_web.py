@@ -17,6 +17,8 @@
     .venv/bin/python scripts/bench_web.py             # 20 labels each way, 100 fast, 20 x 100, 100 x 20
     .venv/bin/python scripts/bench_web.py --quick     # under a minute, smoke check
     .venv/bin/python scripts/bench_web.py --api-only  # no browser
+    .venv/bin/python scripts/bench_web.py --fast-only --against-fixed --repeats 2
+                                                      # paced render-ahead vs a fixed number
 
 Prints a table, then the headline figures as ``key=value`` pairs on the last line.
 """
@@ -33,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 from _bench_api import ApiResult, bench_api, make_store
-from _bench_fast import FastResult, bench_fast
+from _bench_fast import FastResult, bench_fast, compare_ready_ahead, compare_table
 
 from rlhf.config import WebConfig
 from rlhf.core.chromium import CHROMIUM, CHROMIUM_ARGS
@@ -264,13 +266,27 @@ def main() -> None:
         default=0.0,
         help="fast labeller: queue a policy clip (the agent in view) every this many seconds",
     )
+    parser.add_argument(
+        "--against-fixed",
+        action="store_true",
+        help="with --fast-only: the fast labeller with a fixed --video.ready-ahead (the baseline)"
+        " and with the paced render-ahead, alternating; ratios paced over fixed",
+    )
+    parser.add_argument("--repeats", type=int, default=1, help="--against-fixed: runs per arm")
     args = parser.parse_args()
+    if args.against_fixed and not args.fast_only:
+        parser.error("--against-fixed needs --fast-only")
     labels = 10 if args.quick else args.labels
     rounds = 20 if args.quick else args.rounds
     crowd_rounds = 5 if args.quick else args.crowd_rounds
     clicks = fast = None
     with tempfile.TemporaryDirectory(prefix="bench_web_") as tmp:
         work = Path(tmp)
+        if args.against_fixed:
+            n = 20 if args.quick else args.fast_answers
+            figures = compare_table(compare_ready_ahead(work, n, max(1, args.repeats)))
+            print(" ".join(f"{k}={v}" for k, v in figures.items()))
+            return
         if not args.api_only:
             n = 20 if args.quick else args.fast_answers
             fast = bench_fast(work, n, clip_every_s=args.policy_clip_s)
