@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -18,6 +17,7 @@ from rlhf.config.paths import get, leaf_paths
 from rlhf.config.presets import stored_as_it_ran
 from rlhf.core.files import remove_orphan_temps, replace_atomic
 from rlhf.core.shell import short_path
+from rlhf.run.config_file import CONFIG_SCHEMA, checked_config, config_digest, parse_json
 
 SESSION_ONLY = frozenset(
     {
@@ -139,15 +139,6 @@ def removed_if_start_fails(run: RunDir, fresh: bool) -> Iterator[Callable[[], No
         raise
 
 
-CONFIG_SCHEMA = 1
-"""Version of ``config.json``'s layout, stored in it as ``config_schema``; a newer one is refused."""
-
-LEGACY_REQUIRED = ("env_id", "total_timesteps", "seed", "reward", "feedback", "ppo", "query")
-"""What every ``config.json`` has held since the first rlhf: a file from before the schema
-(no ``config_schema``, no ``sha256``) that lacks one of these is refused. Settings added since
-are filled as such runs ran (:func:`rlhf.config.presets.stored_as_it_ran`)."""
-
-
 def write_config(run: RunDir, cfg: Config) -> None:
     """(Re)write ``config.json`` atomically: readers see the old file or the new, never a torn one.
 
@@ -157,15 +148,9 @@ def write_config(run: RunDir, cfg: Config) -> None:
     """
     body = json.loads(json.dumps(stored_dict(cfg), default=str))  # as a reader will see it
     body["config_schema"] = CONFIG_SCHEMA
-    text = json.dumps({**body, "sha256": _digest(body)}, indent=2) + "\n"
+    text = json.dumps({**body, "sha256": config_digest(body)}, indent=2) + "\n"
     # 0o644: mkstemp makes the file private; config.json never was.
     replace_atomic(run.config, lambda f: f.write(text.encode()), mode=0o644, suffix=".tmp.json")
-
-
-def _digest(data: dict) -> str:
-    """SHA-256 of ``data`` as canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def stored_dict(cfg: Config) -> dict:
@@ -191,61 +176,13 @@ def read_config(path: str | Path) -> Config:
         f"start a new run on its labels with --labels-from {short_path(run.root)} --run-name NEW"
     )
     try:
-        data = checked_config(_json(text))
+        data = checked_config(parse_json(text))
     except ValueError as exc:  # json's errors and checked_config's
         raise ConfigError(f"{run.config} {exc}; {way_out}") from None
     try:
         return Config.from_dict(stored_as_it_ran(data))
     except ConfigError as exc:
         raise ConfigError(f"{run.config}: {exc}; {way_out}") from None
-
-
-def _json(text: str) -> object:
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"is not valid JSON ({' '.join(str(exc).split())})") from None
-
-
-def checked_config(data: object) -> dict:
-    """A ``config.json``'s settings, never filled from defaults where the file was damaged.
-
-    A file with ``sha256`` must match it; one with ``config_schema`` (this rlhf writes both)
-    must name every setting; an older one (neither) must name :data:`LEGACY_REQUIRED`.
-
-    Raises:
-        ValueError: one line saying what is wrong with the file.
-    """
-    if not isinstance(data, dict):
-        raise ValueError(f"is not a JSON object but {type(data).__name__}")
-    data = dict(data)
-    schema = data.get("config_schema")  # first: a newer rlhf may sign its files otherwise
-    if schema is not None and (
-        not isinstance(schema, int) or isinstance(schema, bool) or schema > CONFIG_SCHEMA
-    ):
-        raise ValueError(
-            f"has config_schema {schema!r}; this rlhf reads up to {CONFIG_SCHEMA}: upgrade rlhf"
-        )
-    digest = data.pop("sha256", None)
-    if digest is not None and digest != _digest(data):
-        raise ValueError("is damaged or was edited: its content does not match its sha256")
-    data.pop("config_schema", None)
-    if schema is None:
-        missing = [key for key in LEGACY_REQUIRED if key not in data]
-    else:
-        missing = [p for p in leaf_paths(Config) if not _has(data, p)]
-    if missing:
-        more = f" (and {len(missing) - 1} more settings)" if len(missing) > 1 else ""
-        raise ValueError(f"is incomplete: it lacks {missing[0]}{more}")
-    return data
-
-
-def _has(data: dict, path: str) -> bool:
-    for name in path.split("."):
-        if not isinstance(data, dict) or name not in data:
-            return False
-        data = data[name]
-    return True
 
 
 def resumed_config(root: Path, stored: Config, given: Config) -> Config:
