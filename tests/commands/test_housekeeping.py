@@ -159,6 +159,23 @@ def test_cli_clean_is_a_dry_run_unless_told(runs: Path, capsys) -> None:
     assert "4 runs" in capsys.readouterr().out
 
 
+def test_a_run_named_with_a_newline_or_a_wrong_summary_is_one_row_of_the_list(
+    tmp_path: Path, capsys
+) -> None:
+    """rlhf train refuses such a name, but a directory can be made by hand: the listing shows it
+    escaped on one line, and a summary.json edited by hand does not stop it."""
+    _fake_run(tmp_path, "two\nlines\x1b[2J", "finished", labels=3, age_days=1)
+    good = _fake_run(tmp_path, "good", "finished", labels=5, age_days=2)
+    (good / "summary.json").write_text(
+        json.dumps({"status": "finished", "env_steps": "many", "final_true_return": [1]})
+    )
+    main(["runs", "list", "--runs-dir", str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3  # the head and one line per run
+    assert lines[1].startswith("two\\nlines\\x1b[2J ") and "\x1b" not in "".join(lines)
+    assert lines[2].split()[:5] == ["good", "Hopper-v5", "finished", "-", "5"]  # rewritten: newest
+
+
 def test_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["runs", "--runs-dir", str(tmp_path / "nope")])
