@@ -260,6 +260,7 @@ BAD_TRAIN_FLAGS = [
     ["--run-name", "/abs"],
     ["--env-kwargs", "[1]"],
     ["--env-kwargs", '{"a": NaN}'],
+    ["--env-id", "Pendulum-v1", "--env-kwargs", '{"g": "x"}'],  # fails in the physics
     ["--reward-model", "/nonexistent.pt"],
     ["--labels-from", "/nonexistent"],
     ["--resume", "/nonexistent"],

@@ -17,6 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 import mujoco
+import numpy as np
 
 from rlhf.config import ConfigError
 from rlhf.core.shell import program
@@ -147,6 +148,7 @@ def describe_env(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvInfo:
     try:
         _check_spaces(env_id, env.action_space, env.observation_space)
         env.reset(seed=0)
+        _first_step(env_id, env, kwargs)
         kind = state_kind(env)
         nq, nv = state_sizes(env)
         dt = getattr(mujoco_sim(env), "dt", None)
@@ -166,6 +168,17 @@ def describe_env(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvInfo:
         )
     finally:
         env.close()
+
+
+def _first_step(env_id: str, env: gym.Env, kwargs: dict[str, Any] | None) -> None:
+    """One step with a zero action: a keyword of the wrong type (``{"g": "x"}``) passes
+    ``gym.make`` and only fails in the physics, which would be a traceback mid-run."""
+    if not kwargs:
+        return  # the env's own defaults: stepping it says nothing new and costs a step
+    try:
+        env.step(np.zeros(env.action_space.shape, env.action_space.dtype))
+    except Exception as exc:  # any failure of the env's own code
+        raise EnvError(f"--env-kwargs: {env_id} fails its first step with them ({exc})") from None
 
 
 def _render_problem(env_id: str, env: gym.Env, kind: StateKind) -> str | None:
