@@ -27,6 +27,18 @@ CTRL_WEIGHT = {"HalfCheetah": 0.1, "Hopper": 1e-3, "Walker2d": 1e-3, "Ant": 0.5,
 STAND = {"HalfCheetah": 0.7, "Hopper": 1.25, "Walker2d": 1.25}
 LOW = {"HalfCheetah": 0.55, "Walker2d": 1.0, "Ant": 0.45}
 SPEED = {"Swimmer": 0.3}  # else 1 m/s
+ALIVE = {"speed": 3, "backward": 11, "stand": 2, "hop": 3, "jump": 6, "crawl": 21}
+"""alive's weight less C (the most ctrl takes): 1 + the most the other terms take away."""
+FALLERS = ("Hopper", "Walker2d", "Ant")  # their episodes end when they fall
+ALIVE_CASES = [(name, fam) for name, fam in CASES if fam in FALLERS and name != "backflip"]
+"""backflip has no alive term: a flip leaves the healthy range (Hopper's pitch: 0.2 rad)."""
+
+
+def _ctrl_most(env: gym.Env) -> float:
+    """C: the env's control cost of the largest action it accepts."""
+    low, high = env.action_space.low, env.action_space.high
+    assert np.all(low == -1) and np.all(high == 1)
+    return CTRL_WEIGHT[env.spec.id.split("-")[0]] * len(high)
 
 
 def _record(env_id: str, steps: int, seed: int = 3) -> list[dict]:
@@ -50,6 +62,7 @@ def _record(env_id: str, steps: int, seed: int = 3) -> list[dict]:
                 "qpos": sim.data.qpos.copy(), "qvel": sim.data.qvel.copy(),
                 "healthy": float(getattr(sim, "is_healthy", False)),
                 "ctrl": -info["reward_ctrl"], "torso_z": float(scratch.body("torso").xpos[2]),
+                "ctrl_most": _ctrl_most(env),
             }
         )  # fmt: skip
         obs = next_obs
@@ -59,10 +72,13 @@ def _record(env_id: str, steps: int, seed: int = 3) -> list[dict]:
     return rows
 
 
-def _by_hand(name: str, fam: str, row: dict) -> float:
-    """The catalogue's formula for one step, written out from the env's own figures."""
+def _by_hand(name: str, fam: str, row: dict, alive_weight: float | None = None) -> float:
+    """The catalogue's formula for one step, written out from the env's own figures;
+    ``alive_weight`` replaces alive's weight (1 + F + C)."""
     v, vz, w = row["qvel"][0], row["qvel"][1], row["qvel"][2]
-    alive, ctrl, h = row["healthy"], row["ctrl"], row["torso_z"]
+    ctrl, h = row["ctrl"], row["torso_z"]
+    k = ALIVE.get(name, 0) + row["ctrl_most"] if alive_weight is None else alive_weight
+    alive = k * row["healthy"]
     if name == "speed":
         return alive - min(abs(v - SPEED.get(fam, 1.0)), 2) - ctrl
     if name == "backward":
@@ -99,12 +115,13 @@ def test_each_target_matches_its_formula_on_recorded_states(name: str, fam: str)
     ("name", "env_id", "qvel0", "expected"),
     [  # a still robot at the reset pose, no action: where the clips start to bite
         ("speed", "HalfCheetah-v5", 5.0, -2.0),  # |5 - 1| = 4, clipped to 2
-        ("speed", "Hopper-v5", 1.0, 1.0),  # alive, at v*
+        ("speed", "Hopper-v5", 1.0, 3.003),  # alive (3 + C, C = 0.001 x 3), at v*
+        ("speed", "Walker2d-v5", 0.0, 3.006 - 1.0),  # still: 1 below v*, still worth 2
         ("speed", "Swimmer-v5", 0.3, 0.0),  # Swimmer's v* is 0.3 m/s
         ("backward", "HalfCheetah-v5", -20.0, 10.0),  # clipped at 10
-        ("backward", "Ant-v5", -2.0, 3.0),  # alive + 2
-        ("stand", "Walker2d-v5", 0.5, 0.5),
-        ("crawl", "Walker2d-v5", 0.0, 1.0 - 2.5),  # torso 1.25 m: 0.25 over 1.0, x 10
+        ("backward", "Ant-v5", -2.0, 11.0 + 4.0 + 2.0),  # alive (C = 0.5 x 8) + 2
+        ("stand", "Walker2d-v5", 0.5, 2.006 - 0.5),
+        ("crawl", "Walker2d-v5", 0.0, 21.006 - 2.5),  # torso 1.25 m: 0.25 over 1.0, x 10
     ],
 )
 def test_the_clipped_terms_by_hand(name: str, env_id: str, qvel0: float, expected: float) -> None:
@@ -117,6 +134,53 @@ def test_the_clipped_terms_by_hand(name: str, env_id: str, qvel0: float, expecte
     action = np.zeros((1, 2))
     got = target_fn(name, env_id)(obs=obs, action=action, next_obs=obs, qpos=qpos, qvel=qvel)
     assert got == pytest.approx([expected])
+
+
+def _healthy_extremes(env: gym.Env, rng: np.random.Generator, n: int) -> dict:
+    """Healthy states by the env's own test, with velocities from 0.1 to 1000 and actions from
+    still to beyond the action space's bounds."""
+    sim, fam = env.unwrapped, env.spec.id.split("-")[0]
+    z = 2 if fam == "Ant" else 1
+    qpos = sim.init_qpos + rng.normal(0, 0.1, (n, sim.model.nq))
+    qpos[:, z] = rng.uniform(0.1, 1.2, n) if fam == "Ant" else rng.uniform(0.5, 2.5, n)
+    qvel = rng.normal(0, 1, (n, sim.model.nv)) * 10 ** rng.uniform(-1, 3, (n, 1))
+    healthy = []
+    for p, q in zip(qpos, qvel, strict=True):
+        sim.set_state(p, q)
+        healthy.append(sim.is_healthy)
+    action = rng.uniform(-2, 2, (n, env.action_space.shape[0]))
+    action[: n // 2] = np.sign(action[: n // 2])  # the largest control cost
+    keep = np.array(healthy)
+    assert keep.sum() >= 20, keep.sum()
+    return {"action": action[keep], "qpos": qpos[keep], "qvel": qvel[keep]}
+
+
+@pytest.mark.parametrize(("name", "fam"), ALIVE_CASES)
+def test_a_step_alive_always_pays_more_than_ending(name: str, fam: str) -> None:
+    """An ended episode earns nothing more, so a step that can pay less while the robot is up
+    teaches it to fall (PPO on Walker2d's old speed did, at once). Every healthy step earns at
+    least 1: the reset pose with no action, recorded steps of random actions, and healthy states
+    with extreme velocities and actions. What the target asks for does not move: on a healthy
+    robot the reward is the behaviour's terms plus a constant."""
+    env_id = f"{fam}-v5"
+    fn = target_fn(name, env_id)
+    env = gym.make(env_id)
+    env.reset(seed=0)
+    sim = env.unwrapped
+    still = fn(
+        obs=None, action=np.zeros((1, env.action_space.shape[0])), next_obs=None,
+        qpos=sim.data.qpos[None].copy(), qvel=sim.data.qvel[None].copy(),
+    )  # fmt: skip
+    extremes = _healthy_extremes(env, np.random.default_rng(1), 200)
+    env.close()
+    assert still[0] >= 1.0, still
+    assert np.all(fn(obs=None, next_obs=None, **extremes) >= 1.0 - 1e-9)
+    rows = [r for r in _record(env_id, 100) if r["healthy"]]
+    batch = {k: np.stack([r[k] for r in rows]) for k in ("action", "qpos", "qvel")}
+    got = fn(obs=None, next_obs=None, **batch)
+    assert np.all(got >= 1.0 - 1e-9), got.min()
+    behaviour = np.array([_by_hand(name, fam, r, alive_weight=0.0) for r in rows])
+    assert np.ptp(got - behaviour) < 1e-6  # the same constant on every healthy step
 
 
 def test_backflip_rewards_turning_nose_up_and_over() -> None:
@@ -139,23 +203,27 @@ def test_backflip_rewards_turning_nose_up_and_over() -> None:
 
 @pytest.mark.parametrize(("name", "fam"), CASES)
 def test_random_actions_give_a_spread_of_segment_returns(name: str, fam: str) -> None:
-    """Learnable in principle: segments of random behaviour are not all worth the same."""
+    """Learnable in principle: segments of random behaviour are not all worth the same, by more
+    than a small share of what their behaviour's terms are worth (alive's constant aside)."""
     env_id = f"{fam}-v5"
     env = with_target(make_env(env_id), RunTarget(name, target_fn(name, env_id)))
     env.reset(seed=5)
     env.action_space.seed(5)
-    returns, ret, steps = [], 0.0, 0
+    weight = ALIVE[name] + _ctrl_most(env) if (name, fam) in ALIVE_CASES else 0.0
+    returns, behaviour, ret, beh, steps = [], [], 0.0, 0.0, 0
     while len(returns) < 12:
         _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
         ret, steps = ret + reward, steps + 1
+        beh += reward - weight * float(getattr(env.unwrapped, "is_healthy", False))
         if steps == 10:
             returns.append(ret)
+            behaviour.append(beh)
         if steps == 10 or terminated or truncated:
-            ret, steps = 0.0, 0
+            ret, beh, steps = 0.0, 0.0, 0
         if terminated or truncated:
             env.reset()
     env.close()
-    assert np.std(returns) > 0.05 * (1 + np.mean(np.abs(returns))), returns
+    assert np.std(returns) > 0.05 * (1 + np.mean(np.abs(behaviour))), returns
 
 
 def test_targets_are_bounded_per_step() -> None:
