@@ -115,6 +115,8 @@ function drawCurve(points) {
 function accuracyText(s) {
   const grades = s && s.feedback_kind === "ratings";
   const what = grades ? "Grade agreement on held-out clips" : "Reward model accuracy on held-out labels";
+  // At the end there is no "yet": a run this short held out too few answers to measure it.
+  if (s && s.final && s.reward_accuracy == null) return what + ": not measured (this run held out too few answers).";
   if (!s || s.reward_accuracy == null) return what + ": not measured yet.";
   return what + ": " + Math.round(s.reward_accuracy * 100) + "%" + (s.final ? " (final)" : "") + ".";
 }

@@ -131,3 +131,27 @@ def test_a_ratings_run_is_its_own_page_to_its_end(rating_run, page) -> None:
     wait_for(page, lambda: page.locator("#server-gone").inner_text() != "", timeout=10)
     assert page.locator("#phase").inner_text() == "finished"  # not "server unreachable"
     assert "run the command below" in page.locator("#server-gone").inner_text()
+
+
+def test_an_agreement_a_short_run_could_not_measure_is_not_promised_at_its_end(
+    rating_run, page
+) -> None:
+    """Twelve grades hold out too few clips to measure the grade agreement: at the end the page
+    says so, never "not measured yet" (there is no later)."""
+    store, handle = rating_run
+    page.goto(handle.url)
+    wait_playing(page, 1)
+    page.keyboard.press("1")
+    wait_for(page, lambda: _grades(store) == {1: 1})
+    summary = TrainerStatus(
+        Phase.FINISHED, iteration=4, labels_used=1, feedback_kind="ratings", final=True
+    )
+    store.set_meta(STATUS_KEY, summary.to_json())
+    handle.state.begin_closing()
+    page.wait_for_selector("#finished:not([hidden])", timeout=8000)
+    text = page.locator("#accuracy-text")
+    wait_for(page, lambda: "not measured" in (text.text_content() or ""))
+    assert text.text_content() == (
+        "Grade agreement on held-out clips: not measured (this run held out too few answers)."
+    )
+    assert page.locator("#final-accuracy").inner_text() == "-"
