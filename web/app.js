@@ -27,6 +27,7 @@ import { noteStatus, renderLabellers, startAgentView } from "./agent.js";
   const POLL_NEXT_MS = 1500; // how often to ask for a pair while waiting for one
   const POLL_RENDERING_MS = 150; // ... while its video is being rendered
   const POLL_STATUS_MS = 2000;
+  const STATUS_SOON_MS = 300; // named labellers: the counts after an answer (statusSoon)
   const MIN_VIEW_MS = 250; // a second key press this soon after a swap is a double press
   const MAX_EXCLUDE = 100; // the server's limit on ?exclude=
   const PAGE_ID = randomId(); // one per page load: two tabs are two pages to the server
@@ -73,7 +74,7 @@ import { noteStatus, renderLabellers, startAgentView } from "./agent.js";
     undoable: 0, // answers this page gave that undo can take back (Undo is disabled at 0)
     status: null, // the latest /api/status body
   };
-  const timers = { fill: 0, status: 0 };
+  const timers = { fill: 0, status: 0, soon: 0 };
   const player = createPlayer(state, PREFETCH);
   const outbox = createOutbox(state, params.get("token"), {
     api,
@@ -252,6 +253,7 @@ import { noteStatus, renderLabellers, startAgentView } from "./agent.js";
       if (typeof res.data.labels_done === "number") state.labelsDone = res.data.labels_done;
       const said = op.grade !== undefined ? gradeText(op) : ANSWER_TEXT[op.answer];
       toast("Saved #" + id + ": " + said + " \u2713");
+      statusSoon();
     } else if (res.status === 409 || res.status === 404) {
       // The server's sentence: true, and it never says what anyone else answered.
       state.undoable = Math.max(0, state.undoable - 1);
@@ -270,6 +272,7 @@ import { noteStatus, renderLabellers, startAgentView } from "./agent.js";
       if (typeof res.data.labels_done === "number") state.labelsDone = res.data.labels_done;
       bringBack(res.data.pair);
       toast("Undone: pair #" + res.data.pair.pair_id + " is back", "info");
+      statusSoon();
       renderProgress();
     } else {
       if (res.status === 409) state.undoable = 0;
@@ -304,6 +307,16 @@ import { noteStatus, renderLabellers, startAgentView } from "./agent.js";
     }
     clearTimeout(timers.status);
     timers.status = setTimeout(pollStatus, POLL_STATUS_MS);
+  }
+
+  // Named labellers' counts (the Labellers box) come with the status: read it soon after an answer
+  // is saved, not up to 2 s later, so they agree with the progress box. One read per 300 ms at most.
+  function statusSoon() {
+    if (!state.status || !state.status.labellers || state.ended || timers.soon) return;
+    timers.soon = setTimeout(() => {
+      timers.soon = 0;
+      pollStatus();
+    }, STATUS_SOON_MS);
   }
 
   // -- the end of the run ----------------------------------------------------------------------------

@@ -18,17 +18,31 @@ from tests.web.pages import wait_for, wait_playing
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def no_overlap(tmp_path: Path, pair_assets) -> Iterator[tuple[LabelStore, ServerHandle]]:
-    """Two ready pairs served to alice and bob with --overlap 0: no pair is meant for both."""
+def _serve(tmp_path: Path, pair_assets, pairs: int) -> tuple[LabelStore, ServerHandle]:
+    """``pairs`` ready pairs served to alice and bob with --overlap 0: none is meant for both."""
     pair, video = pair_assets
     store = LabelStore(tmp_path / "labels.sqlite")
     videos = tmp_path / "videos"
     videos.mkdir()
-    for pair_id in store.add_pairs([pair] * 2):
+    for pair_id in store.add_pairs([pair] * pairs):
         (videos / f"{pair_id}.mp4").write_bytes(video)
         store.mark_video(pair_id, VIDEO_READY, path=str(videos / f"{pair_id}.mp4"))
     handle = serve_in_thread(store, videos, WebConfig(labeller=("alice", "bob"), overlap=0.0))
+    return store, handle
+
+
+@pytest.fixture
+def no_overlap(tmp_path: Path, pair_assets) -> Iterator[tuple[LabelStore, ServerHandle]]:
+    """Two ready pairs, alice and bob, --overlap 0."""
+    store, handle = _serve(tmp_path, pair_assets, 2)
+    yield store, handle
+    handle.stop()
+    store.close()
+
+
+@pytest.fixture
+def four_pairs(tmp_path: Path, pair_assets) -> Iterator[tuple[LabelStore, ServerHandle]]:
+    store, handle = _serve(tmp_path, pair_assets, 4)
     yield store, handle
     handle.stop()
     store.close()
@@ -90,5 +104,32 @@ def test_a_pair_is_with_one_labeller_and_a_refusal_reveals_no_answer(browser, no
         labels = {lb.pair_id: (lb.labeller, lb.answer) for lb in store.labels()}
         assert labels == {second: ("bob", Answer.RIGHT), first: ("alice", Answer.LEFT)}
         assert alice.locator("#btn-undo").is_enabled()  # her own answer to pair `first`
+    finally:
+        context.close()
+
+
+def test_the_labellers_box_counts_an_answer_as_soon_as_it_is_saved(browser, four_pairs) -> None:
+    """The counts come with the status, read every 2 s: after a saved answer the page reads it
+    at once, so "alice: N" never lags the progress box (it did, by up to 2 s, in the guide's
+    screenshot: "4 of 8 labels" over "alice: 1, bob: 2")."""
+    store, handle = four_pairs
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    try:
+        alice = context.new_page()
+        alice.goto(handle.labeller_urls["alice"])
+        for given in range(1, 5):
+            wait_playing(alice, _shown(alice))
+            alice.keyboard.press("ArrowLeft")
+            alice.wait_for_function(
+                f"() => document.getElementById('progress-text').textContent.startsWith('{given} ')",
+                timeout=8000,
+            )
+            # One status read (every 2 s) in a second would pass by chance: 1 in 16 for four.
+            alice.wait_for_function(
+                "() => document.querySelector('#labeller-counts li.me').textContent"
+                f" === 'alice: {given}'",
+                timeout=1000,
+            )
+        assert len(store.labels()) == 4
     finally:
         context.close()
