@@ -27,6 +27,7 @@ import { noteStatus, renderLabellers, startAgentView } from "./agent.js";
   const POLL_NEXT_MS = 1500; // how often to ask for a pair while waiting for one
   const POLL_RENDERING_MS = 150; // ... while its video is being rendered
   const POLL_STATUS_MS = 2000;
+  const POLL_FINAL_MS = 400; // after the end, until the final figures are read (awaitingFinal)
   const STATUS_SOON_MS = 300; // named labellers: the counts after an answer (statusSoon)
   const MIN_VIEW_MS = 250; // a second key press this soon after a swap is a double press
   const MAX_EXCLUDE = 100; // the server's limit on ?exclude=
@@ -306,8 +307,13 @@ import { noteStatus, renderLabellers, startAgentView } from "./agent.js";
       if (state.ended) renderFinished();
     }
     clearTimeout(timers.status);
-    timers.status = setTimeout(pollStatus, POLL_STATUS_MS);
+    timers.status = setTimeout(pollStatus, awaitingFinal() ? POLL_FINAL_MS : POLL_STATUS_MS);
   }
+
+  // A finished run's final figures (summary.json's) follow its end within seconds, and its server
+  // waits only briefly for the pages to read them: ask often until they are here.
+  const awaitingFinal = () =>
+    state.ended && !state.serverGone && state.ended.phase === "finished" && !state.ended.final;
 
   // Named labellers' counts (the Labellers box) come with the status: read it soon after an answer
   // is saved, not up to 2 s later, so they agree with the progress box. One read per 300 ms at most.

@@ -3,6 +3,7 @@ on one run (each with their own undo, an overlap pair shown to both), the finish
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -174,6 +175,33 @@ def test_the_finished_screen_shows_the_run_summary(serve: Server, page) -> None:
     assert page.text_content("#final-return") == "1234.5"
     assert page.text_content("#final-labels-done") == "1"
     assert page.locator(".choices").is_hidden()
+
+
+def test_after_the_end_the_page_reads_the_final_figures_at_once(serve: Server, page) -> None:
+    """The run ends, then fits its last labels and writes summary.json; its server waits 3 s
+    at most for the pages to read those final figures. Polling every 2 s, a page on a busy
+    machine missed them (a real ratings run's finished page said 11 labels used, summary.json
+    12): until they come, the page asks every 0.4 s."""
+    store, _, handle = serve(ready=1)
+    asked: list[float] = []
+    page.on("request", lambda r: "/api/status" in r.url and asked.append(time.monotonic()))
+    page.goto(handle.url)
+    wait_playing(page, 1)
+    ended = TrainerStatus(Phase.FINISHED, message="training has finished", labels_used=1)
+    store.set_meta(STATUS_KEY, ended.to_json())
+    handle.state.begin_closing()
+    page.wait_for_selector("#finished:not([hidden])", timeout=8000)
+    start = len(asked)
+    page.wait_for_timeout(2500)
+    gaps = [b - a for a, b in zip(asked[start:], asked[start + 1 :], strict=False)]
+    assert len(gaps) >= 3 and max(gaps) < 1.0, gaps
+    store.set_meta(STATUS_KEY, ended.with_(labels_used=2, final=True).to_json())
+    wait_for(page, lambda: page.text_content("#final-labels-used") == "2", timeout=1.5)
+    # Once they are read, the page is back at its pace.
+    page.wait_for_timeout(500)
+    settled = len(asked)
+    page.wait_for_timeout(1500)
+    assert len(asked) - settled <= 1
 
 
 def test_the_page_says_which_targets_return_it_shows(serve: Server, page) -> None:
