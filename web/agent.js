@@ -22,17 +22,32 @@ export function noteStatus(s) {
   if (lastBody) renderFigures(lastBody);
 }
 
+let pollNow = () => {};
+
+// At the run's end: the curve and the clip up to its last iteration, read while the server is
+// still up (it stops a few seconds later, and the view reads them only every 5 s).
+export function refreshAgentView() {
+  pollNow();
+}
+
 export function startAgentView(api) {
   let shownClip = null;
+  let timer = 0;
+  let busy = false;
   async function poll() {
+    if (busy) return; // the read in flight is as good
+    busy = true;
+    clearTimeout(timer);
     try {
       const res = await api("GET", "/api/policy");
       if (res.ok) shownClip = renderPolicy(res.data, shownClip);
     } catch (err) {
       // the status line already says when the server is unreachable
     }
-    setTimeout(poll, POLL_POLICY_MS);
+    busy = false;
+    timer = setTimeout(poll, POLL_POLICY_MS);
   }
+  pollNow = poll;
   poll();
 }
 

@@ -19,7 +19,7 @@ import { createOutbox, MAX_RETRY_MS } from "./outbox.js";
 import { createPlayer } from "./player.js";
 import { gradeText, isRating, renderGrades } from "./ratings.js";
 import { isRatingsRun, renderFinishedScreen, renderProgressBar, renderTrainer } from "./status.js";
-import { noteStatus, renderLabellers, startAgentView } from "./agent.js";
+import { noteStatus, refreshAgentView, renderLabellers, startAgentView } from "./agent.js";
 
 (() => {
   const params = new URLSearchParams(location.search);
@@ -337,6 +337,7 @@ import { noteStatus, renderLabellers, startAgentView } from "./agent.js";
       state.retryMs = 0;
       outbox.pump(); // unsent answers go now, not after a backoff wait
       if (state.outbox.length === 0) pollStatus(); // nothing to send: say "done" right away
+      refreshAgentView();
     }
     renderFinished();
   }

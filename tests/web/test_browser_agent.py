@@ -185,12 +185,19 @@ def test_after_the_end_the_page_reads_the_final_figures_at_once(serve: Server, p
     store, _, handle = serve(ready=1)
     asked: list[float] = []
     page.on("request", lambda r: "/api/status" in r.url and asked.append(time.monotonic()))
+    store.add_curve_point(CurvePoint(1, 1024, -50.0, 0.1, 0.6))
     page.goto(handle.url)
     wait_playing(page, 1)
+    page.wait_for_function("() => document.getElementById('curve-x').textContent.includes('1,024')")
+    page.wait_for_timeout(300)  # the agent view's next read is 5 s away
+    # The run's last iterations, then its end: the curve is read again at once, while the
+    # server is still up (a real run's finished page showed its curve up to iteration 2 of 4).
+    store.add_curve_point(CurvePoint(2, 2048, -40.0, 0.2, 0.7))
     ended = TrainerStatus(Phase.FINISHED, message="training has finished", labels_used=1)
     store.set_meta(STATUS_KEY, ended.to_json())
     handle.state.begin_closing()
     page.wait_for_selector("#finished:not([hidden])", timeout=8000)
+    wait_for(page, lambda: "2,048" in (page.text_content("#curve-x") or ""), timeout=2.0)
     start = len(asked)
     page.wait_for_timeout(2500)
     gaps = [b - a for a, b in zip(asked[start:], asked[start + 1 :], strict=False)]
