@@ -1,12 +1,8 @@
-"""The labelling page in a real (headless) Chromium, driven by Playwright.
-
-Also takes the screenshot the README shows (``RLHF_UPDATE_SCREENSHOT=1`` writes it to
-``docs/images/labelling_ui.png``).
-"""
+"""The labelling page in a real (headless) Chromium, driven by Playwright. (The screenshots the
+README and the guide show come from real runs: ``scripts/screenshots.py``.)"""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
@@ -21,8 +17,6 @@ from rlhf.store import VIDEO_READY, LabelStore
 from tests.web.pages import Server, wait_for, wait_playing
 
 pytestmark = pytest.mark.browser
-
-README_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "images" / "labelling_ui.png"
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page, Route
@@ -43,8 +37,7 @@ def test_label_progress_and_undo(serve: Server, page: Page, tmp_path: Path) -> N
         "() => { const s = document.querySelector('video.standby');"
         " return s.dataset.pairId === '2' && s.readyState >= 2; }"
     )
-    # The README's picture is refreshed only on request, so a test run leaves the checkout clean.
-    shot = README_SCREENSHOT if os.environ.get("RLHF_UPDATE_SCREENSHOT") else tmp_path / "ui.png"
+    shot = tmp_path / "ui.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
 
