@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from rlhf.agent.precision import choose
 from rlhf.agent.replay import Transitions
 from rlhf.agent.sac import NumpySACActor, SACBatch, SACStats, SquashedGaussianActor, TwinQ
 from rlhf.config import SACConfig
@@ -32,7 +33,9 @@ class SACLearner:
         self.cfg = cfg
         self.device = device
         self.obs_dim, self.act_dim = obs_dim, act_dim
-        self.hidden_dtype = getattr(torch, cfg.hidden_dtype)
+        # a run resolves auto when it starts (rlhf.agent.precision); a learner built alone does here
+        dtype = choose(device.type).dtype if cfg.hidden_dtype == "auto" else cfg.hidden_dtype
+        self.hidden_dtype = getattr(torch, dtype)
         self.actor = SquashedGaussianActor(
             obs_dim, act_dim, low, high, cfg.hidden_size, self.hidden_dtype
         ).to(device)

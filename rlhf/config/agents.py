@@ -118,11 +118,13 @@ class SACConfig:
     """Tune the entropy coefficient towards a target entropy of -act_dim."""
     hidden_size: int = 256
     """Width of the two hidden layers of actor and critics."""
-    hidden_dtype: Literal["float32", "bfloat16"] = "float32"
+    hidden_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
     """Precision of the hidden-to-hidden products of actor and critics (most of a step's
-    arithmetic); bfloat16 speeds a gradient step up on CPUs with native bf16 (AVX512-BF16, AMX)
-    and slows it down elsewhere; weights, Q-values and losses stay float32 (measured:
-    docs/results/settings.md, scripts/bench_sac.py)."""
+    arithmetic); bfloat16 halves a gradient step on CPUs that multiply it natively (AVX512-BF16,
+    AMX-BF16, Arm BF16) and slows it down elsewhere; weights, Q-values and losses stay float32.
+    auto: bfloat16 where the CPU (or GPU) multiplies it natively, else float32; the run says
+    which when it starts and stores it, so a resumed run keeps it (measured:
+    docs/results/off-policy.md, scripts/bench_sac.py)."""
     iteration_steps: int = 1000
     """Env steps (per env) between two preference rounds, log lines and checkpoint checks."""
     pretrain_steps: int = 9000

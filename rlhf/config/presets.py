@@ -132,7 +132,8 @@ def with_preset(cfg: Config) -> tuple[Config, str | None]:
 def stored_as_it_ran(data: dict[str, Any]) -> dict[str, Any]:
     """A stored ``config.json``'s data with the settings it lacks at the values runs had before
     they existed: the per-env ones at the general defaults (so a resumed old Ant run does not
-    start replaying mid-run), and PPO's end value at absorbing, the way before --end-value."""
+    start replaying mid-run), PPO's end value at absorbing, the way before --end-value, and SAC's
+    hidden products in float32, the way before --sac.hidden-dtype."""
     if not isinstance(data, dict):
         return data  # not a config: Config.from_dict says so in one line
     out = dict(data)
@@ -143,6 +144,7 @@ def stored_as_it_ran(data: dict[str, Any]) -> dict[str, Any]:
         ("ppo", "end_value", "absorbing"),
         ("reward_model", "min_epoch_steps", DEFAULT.min_epoch_steps),
         ("reward_model", "output_init", DEFAULT.output_init),
+        ("sac", "hidden_dtype", "float32"),  # not "auto": what the run multiplied in
     ):
         part = out.get(section, {})
         if isinstance(part, dict) and key not in part:  # anything else: from_dict says what

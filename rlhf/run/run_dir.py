@@ -194,6 +194,7 @@ def resumed_config(root: Path, stored: Config, given: Config) -> Config:
     Raises:
         ConfigError: naming the first flag that would change the run.
     """
+    given = auto_as_stored(stored, given)
     if given.run_name != root.name:
         raise ConfigError(f"{flag('run_name')} must be {root.name!r} (the resumed run) or absent")
     if Path(given.runs_dir).resolve() != root.parent.resolve():
@@ -209,6 +210,14 @@ def resumed_config(root: Path, stored: Config, given: Config) -> Config:
             f"{flag(path)} cannot {verb} on --resume (the run was started with {_shown(old)})"
         )
     return replace(given, run_name=root.name, runs_dir=str(root.parent), resume=str(root))
+
+
+def auto_as_stored(stored: Config, given: Config) -> Config:
+    """``given`` with ``--sac.hidden-dtype auto`` read as what the run resolved it to when it
+    started: auto is a rule about the machine, and a run resumed on another keeps its precision."""
+    if given.sac.hidden_dtype != "auto":
+        return given
+    return replace(given, sac=replace(given.sac, hidden_dtype=stored.sac.hidden_dtype))
 
 
 def _shown(value: object) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from rlhf.agent.precision import with_hidden_dtype
 from rlhf.config import Config
 from rlhf.config.presets import idle_settings, with_preset
 from rlhf.core.files import disk_full
@@ -88,6 +89,7 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
     cfg = _absolute_paths(cfg)  # config.json must name the same files from any directory
     idle = idle_settings(cfg)
     cfg, preset = with_preset(cfg)  # stored as used, so a resume keeps it
+    cfg, precision = with_hidden_dtype(cfg)  # likewise: a resume multiplies as it started
     plan = preflight(cfg)  # what cannot work is one line, before a run directory exists
     torch.set_num_threads(cfg.torch_threads)
     state = resume_state(cfg)
@@ -106,7 +108,9 @@ def run(cfg: Config, reward_fn: RewardFn | None = None) -> Summary:
         run_dir = RunDir(Path(cfg.resume))  # type: ignore[arg-type]
         progress = Progress.from_state_dict(state["progress"]) if state else Progress()
         progress.sessions += 1
-    session = Session(cfg, plan, run_dir, progress, state, reward_fn, labels, [preset, *idle])
+    session = Session(
+        cfg, plan, run_dir, progress, state, reward_fn, labels, [preset, precision, *idle]
+    )
     try:
         return _session(session)
     except (OSError, sqlite3.Error) as exc:

@@ -21,7 +21,13 @@ from typing import Any
 from rlhf.config import Config, ConfigError
 from rlhf.config.paths import get, leaf_paths
 from rlhf.config.presets import with_preset
-from rlhf.run.run_dir import RAISE_ONLY, SESSION_ONLY, read_config, resumed_config
+from rlhf.run.run_dir import (
+    RAISE_ONLY,
+    SESSION_ONLY,
+    auto_as_stored,
+    read_config,
+    resumed_config,
+)
 from rlhf.sweep.grid import Cell, shown
 from rlhf.sweep.spec import RESERVED, SpecError, key_name
 
@@ -76,6 +82,7 @@ def plan(cell: Cell) -> tuple[Action, Config]:
         stored = read_config(root)
     except ConfigError as exc:
         raise SpecError(f"cell {cell.name}: {exc}") from None
+    spec = auto_as_stored(stored, spec)  # auto: what the cell resolved it to when it started
     for path in leaf_paths(Config):
         old, new = get(stored, path), get(spec, path)
         free = path in SESSION_ONLY or path in RESERVED  # rlhf train --resume may change them
