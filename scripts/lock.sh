@@ -2,6 +2,7 @@
 # Refresh the committed locks from pyproject.toml's ranges: scripts/lock.sh [--no-upgrade]
 #   requirements/lock.txt        every extra but goals (what scripts/setup.sh installs by default)
 #   requirements/lock-goals.txt  the same with the goals extra (gymnasium-robotics, mujoco < 3.4)
+#   requirements/lock-dmc.txt    the same with the dmc extra (shimmy + dm-control, mujoco < 4)
 # --no-upgrade keeps every version the locks already name and only adds what a new dependency (an
 # extra, a raised range) needs; without it every package moves to the newest version its range
 # allows. pip-tools resolves in a throwaway venv; run scripts/test.sh afterwards and commit the
@@ -27,6 +28,8 @@ compile() {  # OUTPUT EXTRA...
     local out="$1"
     shift
     local extras=()
+    # A new lock starts from lock.txt's versions, so --no-upgrade moves only what its extra needs.
+    [ -f "$out" ] || cp requirements/lock.txt "$out"
     for extra in "$@"; do extras+=(--extra "$extra"); done
     "$TOOLS/venv/bin/pip-compile" --quiet --strip-extras --no-emit-find-links --no-emit-index-url \
         --no-header ${UPGRADE[@]+"${UPGRADE[@]}"} "${extras[@]}" -o "$out" pyproject.toml requirements/pins.in
@@ -36,4 +39,5 @@ compile() {  # OUTPUT EXTRA...
 }
 compile requirements/lock.txt test data bench sweep docs
 compile requirements/lock-goals.txt test data bench sweep docs goals
-echo "rlhf lock: wrote requirements/lock.txt and requirements/lock-goals.txt; now run scripts/test.sh" >&2
+compile requirements/lock-dmc.txt test data bench sweep docs dmc
+echo "rlhf lock: wrote requirements/lock.txt, lock-goals.txt and lock-dmc.txt; now run scripts/test.sh" >&2

@@ -10,6 +10,20 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${RLHF_VENV:-$ROOT/.venv}"
 EXTRAS="${1:-}"
 
+# Every version comes from the committed lock (scripts/lock.sh refreshes it), used as pip
+# constraints: the extras asked for install exactly as CI tested them, and nothing else comes along.
+LOCK="$ROOT/requirements/lock.txt"
+case ",$EXTRAS," in *,goals,*) LOCK="$ROOT/requirements/lock-goals.txt" ;; esac
+case ",$EXTRAS," in *,dmc,*)
+    if [ "$LOCK" != "$ROOT/requirements/lock.txt" ]; then
+        # Each pins mujoco to releases the other refuses (goals: < 3.4; dmc: 3.17 up to 4).
+        echo "rlhf setup: error: the goals and dmc extras need different mujoco releases; install one of them" >&2
+        exit 2
+    fi
+    LOCK="$ROOT/requirements/lock-dmc.txt"
+    ;;
+esac
+
 pick_python() {
     for candidate in "${PYTHON:-}" python3.13 python3.12 python3.11 python3; do
         [ -n "$candidate" ] || continue
@@ -30,10 +44,6 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
 
-# Every version comes from the committed lock (scripts/lock.sh refreshes it), used as pip
-# constraints: the extras asked for install exactly as CI tested them, and nothing else comes along.
-LOCK="$ROOT/requirements/lock.txt"
-case ",$EXTRAS," in *,goals,*) LOCK="$ROOT/requirements/lock-goals.txt" ;; esac
 PIP+=(--constraint "$LOCK")
 
 if ! "$VENV/bin/python" -c 'import torch' >/dev/null 2>&1; then

@@ -164,16 +164,17 @@ def _episode(
     """One episode's recorded states (qpos, qvel per step), observations, true return and the
     env's own return (the same without a target)."""
     from rlhf.envs import ENV_REWARD
-    from rlhf.envs.state import StateKind, mujoco_sim, state_kind
+    from rlhf.envs.state import StateKind, mujoco_data, mujoco_sim, state_kind
 
     obs, _ = env.reset(seed=seed)
     inner, mujoco = mujoco_sim(env), state_kind(env) is StateKind.MUJOCO
+    data = mujoco_data(env) if mujoco else None  # gymnasium's data, or dm_control's physics.data
     qpos, qvel, seen, ret, env_ret = [], [], [], 0.0, 0.0
     low, high = env.action_space.low, env.action_space.high
     for _ in range(max_steps):
         if mujoco:
-            qpos.append(inner.data.qpos.copy())
-            qvel.append(inner.data.qvel.copy())
+            qpos.append(np.array(data.qpos))
+            qvel.append(np.array(data.qvel))
         else:
             qpos.append(np.asarray(inner.state, np.float64).copy())
             qvel.append(np.zeros(0))

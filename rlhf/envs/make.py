@@ -21,6 +21,7 @@ import numpy as np
 
 from rlhf.config import ConfigError
 from rlhf.core.shell import program
+from rlhf.envs.dmc import clip_problem, dmc_problem, episode_steps, is_dmc, register_dmc
 from rlhf.envs.goals import (
     ROBOTICS_IDS,
     FlatGoalObservation,
@@ -90,7 +91,13 @@ class EnvInfo:
 
 def check_env_id(env_id: str) -> None:
     """Fail with a one-line message (and a suggestion) if ``env_id`` is not registered; a
-    gymnasium-robotics id without gymnasium-robotics says how to install the goals extra."""
+    gymnasium-robotics id without gymnasium-robotics says how to install the goals extra, and a
+    DeepMind Control id without the dmc extra (or on mujoco 4) the dmc extra."""
+    if is_dmc(env_id):
+        problem = dmc_problem(env_id, mujoco_release())
+        if problem:
+            raise EnvError(problem)
+        register_dmc()
     if env_id in gym.registry:
         return
     if _register_robotics():
@@ -119,7 +126,8 @@ def _register_robotics() -> bool:
 def make_env(env_id: str, kwargs: dict[str, Any] | None = None, **extra: Any) -> gym.Env:
     """``gym.make(env_id, **kwargs, **extra)``; arguments the env does not take are one line.
 
-    A goal-conditioned env comes flattened (:class:`rlhf.envs.goals.FlatGoalObservation`).
+    A goal-conditioned env comes flattened (:class:`rlhf.envs.goals.FlatGoalObservation`), and
+    so does a DeepMind Control env (its dict of named parts joined in the space's key order).
     """
     check_env_id(env_id)
     problem = mujoco_problem(env_id, mujoco_release())
@@ -129,6 +137,8 @@ def make_env(env_id: str, kwargs: dict[str, Any] | None = None, **extra: Any) ->
         env = gym.make(env_id, **(kwargs or {}), **extra)
     except TypeError as exc:  # an unexpected keyword argument, or a wrong value type
         raise EnvError(f"--env-kwargs: {env_id} refused them ({exc})") from None
+    if is_dmc(env_id):
+        return gym.wrappers.FlattenObservation(env)
     return FlatGoalObservation(env) if is_goal_space(env.observation_space) else env
 
 
@@ -159,7 +169,7 @@ def describe_env(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvInfo:
             obs_dim=int(env.observation_space.shape[0]),
             act_dim=int(env.action_space.shape[0]),
             dt=float(dt) if dt else None,
-            max_episode_steps=env.spec.max_episode_steps if env.spec else None,
+            max_episode_steps=_episode_limit(env),
             state=kind,
             nq=nq,
             nv=nv,
@@ -168,6 +178,13 @@ def describe_env(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvInfo:
         )
     finally:
         env.close()
+
+
+def _episode_limit(env: gym.Env) -> int | None:
+    """The time limit gymnasium's spec gives, or a DeepMind Control env's own (its spec has none:
+    dm_control ends the episode itself)."""
+    limit = env.spec.max_episode_steps if env.spec else None
+    return limit if limit is not None else episode_steps(env)
 
 
 def _first_step(env_id: str, env: gym.Env, kwargs: dict[str, Any] | None) -> None:
@@ -184,6 +201,8 @@ def _first_step(env_id: str, env: gym.Env, kwargs: dict[str, Any] | None) -> Non
 def _render_problem(env_id: str, env: gym.Env, kind: StateKind) -> str | None:
     if kind is StateKind.NONE:
         return f"{env_id} has no state that can be replayed to draw its clips"
+    if is_dmc(env_id):
+        return clip_problem(env_id)
     if "rgb_array" not in env.metadata.get("render_modes", []):
         return f"{env_id} cannot draw frames (no rgb_array render mode)"
     if kind is StateKind.CLASSIC and importlib.util.find_spec("pygame") is None:

@@ -26,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlhf.config import ConfigError
-from rlhf.envs.state import mujoco_sim
+from rlhf.envs.state import mujoco_data, mujoco_sim
 
 ENDED = "env_terminated"
 """Info key set to True on every step at which the env itself says the episode is over."""
@@ -108,8 +108,9 @@ class TargetError(ConfigError):
 def physics_state(env: gym.Env) -> tuple[np.ndarray, np.ndarray]:
     """Copies of the env's state now: MuJoCo's (qpos, qvel); a classic-control env's ``state``
     and an empty array; two empty arrays for an env without a state."""
-    sim = mujoco_sim(env)
-    data = getattr(sim, "data", None)
+    data = getattr(mujoco_sim(env), "data", None)
+    if data is None:  # dm_control's physics (DeepMind Control through shimmy)
+        data = mujoco_data(env)
     if data is not None and hasattr(data, "qpos") and hasattr(data, "qvel"):
         return np.array(data.qpos, np.float64), np.array(data.qvel, np.float64)
     state = getattr(env.unwrapped, "state", None)

@@ -71,3 +71,22 @@ def camera_for(env_id: str) -> Camera:
     if name in CAMERAS:
         return CAMERAS[name]
     return next((camera for prefix, camera in PREFIX_CAMERAS if name.startswith(prefix)), TRACK)
+
+
+DMC_CAMERAS: dict[str, str] = {
+    # The side of the robot, following its centre of mass (walker, cheetah and hopper's camera 0
+    # does this already; humanoid's camera 0 looks from behind).
+    "humanoid": "side",
+    "humanoid_CMU": "side",
+    # From the side and above, far enough for all four legs (its camera 0 is a distant
+    # overview, camera 1 too close to see the legs).
+    "quadruped": "y",
+}
+"""DeepMind Control's cameras by domain, named as the domain's model names them; a domain not
+listed uses its model's camera 0, which frames the robot for the rest of the suite (a tracking
+camera for the walkers, a fixed one for tasks that stay in place)."""
+
+
+def dmc_camera(domain: str) -> str | int:
+    """The model camera a clip of a DeepMind Control ``domain`` is drawn from."""
+    return DMC_CAMERAS.get(domain, 0)

@@ -22,15 +22,13 @@ import numpy as np
 
 from rlhf.config import VideoConfig
 from rlhf.envs import StateKind, goal_size
+from rlhf.envs.dmc import is_dmc
 from rlhf.envs.state import mujoco_sim, state_kind
+from rlhf.render.base import RenderError, check_state, make_env_for_render
 from rlhf.render.cameras import Camera, camera_for
 
 TRACK_CAMERA = "track"
 """Gymnasium's MuJoCo models name their body-following camera ``track``."""
-
-
-class RenderError(RuntimeError):
-    """A segment cannot be drawn (unknown env, no replayable state, state of the wrong size)."""
 
 
 class Renderer(Protocol):
@@ -56,23 +54,13 @@ def _mujoco():
     return mujoco
 
 
-def _make(env_id: str, kwargs: dict[str, Any] | None, **extra: Any):
-    import gymnasium as gym
-
-    from rlhf.envs import EnvError, check_env_id
-
-    try:  # registers gymnasium-robotics' ids on demand: a render process starts without them
-        check_env_id(env_id)
-    except EnvError:
-        raise RenderError(f"unknown environment id {env_id!r}") from None
-    return gym.make(env_id, **(kwargs or {}), **extra)
-
-
-def make_renderer(
-    env_id: str, cfg: VideoConfig, kwargs: dict[str, Any] | None = None
-) -> SegmentRenderer | ClassicRenderer:
+def make_renderer(env_id: str, cfg: VideoConfig, kwargs: dict[str, Any] | None = None) -> Renderer:
     """The renderer for ``env_id``'s kind of state (see :mod:`rlhf.envs.state`)."""
-    probe = _make(env_id, kwargs)
+    if is_dmc(env_id):  # dm_control draws with its own renderer, not gymnasium's viewer
+        from rlhf.render.dmc import DmcRenderer
+
+        return DmcRenderer(env_id, cfg, kwargs)
+    probe = make_env_for_render(env_id, kwargs)
     try:
         probe.reset(seed=0)
         kind = state_kind(probe)
@@ -100,12 +88,12 @@ class SegmentRenderer:
         self.camera = camera_for(env_id)
         extra = {"camera_name": TRACK_CAMERA} if self.camera.model_track else {}
         try:
-            env = _make(
+            env = make_env_for_render(
                 env_id, kwargs, render_mode="rgb_array", width=cfg.width, height=cfg.height, **extra
             )
         except (TypeError, ValueError) as exc:  # not MuJoCo, or no camera of that name
             if extra:
-                env = _make(
+                env = make_env_for_render(
                     env_id, kwargs, render_mode="rgb_array", width=cfg.width, height=cfg.height
                 )
             else:
@@ -158,7 +146,7 @@ class SegmentRenderer:
         mujoco = _mujoco()
         if self._viewer is None:
             raise RenderError(f"the {self.env_id} renderer is closed")
-        qpos, qvel = _check_state(self.env_id, qpos, qvel, self.model.nq, self.model.nv)
+        qpos, qvel = check_state(self.env_id, qpos, qvel, self.model.nq, self.model.nv)
         frames = np.empty((len(qpos), self.cfg.height, self.cfg.width, 3), dtype=np.uint8)
         # Start from a clean MjData so nothing but qpos/qvel (time, ctrl, warm starts) carries
         # over from whatever was rendered before.
@@ -204,20 +192,6 @@ class SegmentRenderer:
             self.close()
 
 
-def _check_state(
-    env_id: str, qpos: np.ndarray, qvel: np.ndarray, nq: int, nv: int
-) -> tuple[np.ndarray, np.ndarray]:
-    qpos = np.asarray(qpos, dtype=np.float64)
-    qvel = np.asarray(qvel, dtype=np.float64)
-    if qpos.ndim != 2 or qpos.shape[1] != nq:
-        raise RenderError(f"qpos has shape {qpos.shape}; {env_id} needs (T, {nq})")
-    if qvel.shape != (len(qpos), nv):
-        raise RenderError(f"qvel has shape {qvel.shape}; {env_id} needs ({len(qpos)}, {nv})")
-    if len(qpos) == 0:
-        raise RenderError("a segment needs at least one state")
-    return qpos, qvel
-
-
 def set_camera(cam: Any, model: Any, camera: Camera) -> None:
     """Point ``cam`` as ``camera`` says: tracking a body, or fixed.
 
@@ -261,7 +235,7 @@ class ClassicRenderer:
         for name, value in _QUIET_PYGAME.items():
             os.environ.setdefault(name, value)
         try:
-            self._env = _make(env_id, kwargs, render_mode="rgb_array")
+            self._env = make_env_for_render(env_id, kwargs, render_mode="rgb_array")
             self._env.reset(seed=0)
         except Exception as exc:  # e.g. pygame missing
             raise RenderError(f"{env_id} cannot draw frames ({type(exc).__name__}: {exc})") from exc
@@ -279,7 +253,7 @@ class ClassicRenderer:
     def render(
         self, qpos: np.ndarray, qvel: np.ndarray, goals: np.ndarray | None = None
     ) -> np.ndarray:
-        qpos, _ = _check_state(self.env_id, qpos, np.zeros((len(qpos), 0)), self._size, 0)
+        qpos, _ = check_state(self.env_id, qpos, np.zeros((len(qpos), 0)), self._size, 0)
         frames = np.empty((len(qpos), self.cfg.height, self.cfg.width, 3), dtype=np.uint8)
         for t, state in enumerate(qpos):
             self._sim.state = state.copy()
