@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ import tyro
 
 from rlhf.config import ConfigError, RewardConfig, command_check
 from rlhf.config.ranges import at_least, seed, within
+from rlhf.core.signed import save_signed
 from rlhf.core.types import Preference, Rating, Segment
 from rlhf.reward.learner import RewardLearner
 from rlhf.reward.train import preference_accuracy
@@ -239,12 +239,7 @@ def reward_main(cmd: RewardCommand) -> None:
         "fit": dataclasses.asdict(result) | {"lazy": lazy},
     }
     out = Path(cmd.out)
-    tmp = out.with_name(f".{out.name}.tmp")
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, out)
-    finally:  # a failed write (a full disk) leaves no half-written file behind
-        tmp.unlink(missing_ok=True)
+    save_signed(state, out)  # atomic: a failed write (a full disk) leaves no half-written file
     unused = lazy and bool(info.get("counts", {}).get("ratings", 0))
     print(f"{out}: {fit_summary(result, unused)}")
     if unused:

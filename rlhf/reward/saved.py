@@ -8,7 +8,6 @@ file written before that key existed names it in the run's ``config.json`` next 
 from __future__ import annotations
 
 import json
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import numpy as np
 import torch
 
 from rlhf.config import ConfigError, flag
+from rlhf.core.signed import SignedFileError, load_signed
 from rlhf.reward.learner import RewardLearner
 
 
@@ -36,12 +36,15 @@ def load_saved_reward(
 ) -> SavedReward:
     """The reward in ``path``, checked against the run's env; one line naming the flag if not."""
     name = flag("reward_model_file")
+    if not path.is_file():
+        raise ConfigError(f"{name} {path}: no such file")
+    try:  # the digest (files written since it exists) and finite weights are checked on load
+        state = load_signed(path, device)
+    except SignedFileError as exc:
+        raise ConfigError(f"{name} {exc}") from None
     try:
-        state = torch.load(path, map_location=device, weights_only=True)
         learner = RewardLearner.from_state_dict(state, device)
-    except FileNotFoundError:
-        raise ConfigError(f"{name} {path}: no such file") from None
-    except (OSError, RuntimeError, KeyError, TypeError, pickle.UnpicklingError) as exc:
+    except (OSError, RuntimeError, KeyError, TypeError, ValueError, AttributeError) as exc:
         reason = " ".join(str(exc).split())[:120]
         raise ConfigError(f"{name} {path} is not a saved reward model ({reason})") from None
     fitted_for = state.get("env_id") or _run_env(path)

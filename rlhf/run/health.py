@@ -16,7 +16,7 @@ import numpy as np
 from rlhf.agent.collector import PolicyRollout
 from rlhf.config import Config, flag
 from rlhf.core.shell import short_path
-from rlhf.run.checkpoint import nonfinite
+from rlhf.core.signed import nonfinite
 from rlhf.run.lifecycle import RunError
 from rlhf.run.run_dir import RunDir
 

@@ -24,18 +24,13 @@ from rlhf.agent.replay import ENV_REWARD, ReplayBuffer
 from rlhf.agent.rollout import ObsNormalizer
 from rlhf.agent.sac_learner import SACLearner
 from rlhf.config import Config, ConfigError
+from rlhf.core.signed import save_signed
 from rlhf.core.status import Phase
 from rlhf.data.seed_labels import LabelsSource, imported_pairs
 from rlhf.envs import make_env, make_vec_env, with_target
 from rlhf.envs.goals import goal_reward_fn
 from rlhf.queries.replayed import Replayer
-from rlhf.run.checkpoint import (
-    rng_state,
-    save_atomic,
-    save_checkpoint,
-    save_signed,
-    set_rng_state,
-)
+from rlhf.run.checkpoint import rng_state, save_checkpoint, set_rng_state
 from rlhf.run.health import check_agent
 from rlhf.run.lifecycle import CheckpointClock, Progress, StopSignals
 from rlhf.run.logger import Logger
@@ -261,4 +256,4 @@ def save_models(t: Trainer) -> None:
     save_signed(t.agent.state_dict(), t.run_dir.checkpoints / "agent.pt")
     if t.prefs is not None:
         state = t.prefs.reward.state_dict() | {"env_id": t.cfg.env_id}  # for --reward-model
-        save_atomic(state, t.run_dir.checkpoints / "reward_model.pt")
+        save_signed(state, t.run_dir.checkpoints / "reward_model.pt")

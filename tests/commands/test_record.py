@@ -14,7 +14,8 @@ import torch
 from rlhf.agent.ppo_learner import PPOLearner
 from rlhf.commands.record import Record, record, record_main
 from rlhf.config import Config, ConfigError, TeacherConfig, VideoConfig
-from rlhf.run.checkpoint import save_atomic, save_checkpoint
+from rlhf.core.signed import save_atomic
+from rlhf.run.checkpoint import save_checkpoint
 from rlhf.run.run_dir import RunDir, write_config
 
 SMALL = VideoConfig(width=64, height=64)

@@ -134,6 +134,7 @@ def test_a_runs_own_reward_model_trains_a_new_run_and_a_foreign_one_is_refused(
         err = capsys.readouterr().err
         assert says in err and err.count("\n") == 1, err
     state = torch.load(saved, weights_only=True)
+    state.pop("sha256")  # made by hand: no digest to check, so its content is what is refused
     state.pop("env_id")
     state["weights"] = {}
     torch.save(state, tmp_path / "broken.pt")
@@ -146,12 +147,47 @@ def test_a_runs_own_reward_model_trains_a_new_run_and_a_foreign_one_is_refused(
 
 def test_a_reward_for_other_sizes_is_refused(pendulum: Path, tmp_path: Path) -> None:
     state = torch.load(pendulum / "checkpoints" / "reward_model.pt", weights_only=True)
-    torch.save(state | {"env_id": None}, tmp_path / "r.pt")  # e.g. fitted on a toy dataset
+    state.pop("sha256")  # made by hand (no digest), e.g. fitted on a toy dataset
+    torch.save(state | {"env_id": None}, tmp_path / "r.pt")
     cfg = _cheetah(tmp_path, "z", 2048, reward_model_file=str(tmp_path / "r.pt"))
     with pytest.raises(
         ConfigError, match="takes 3 observations and 1 actions; HalfCheetah-v5 has 17"
     ):
         run(cfg)
+
+
+def _first_weight(state: dict) -> str:
+    return next(k for k, v in state["weights"].items() if torch.is_tensor(v) and v.numel() > 1)
+
+
+@pytest.mark.parametrize("damage", ["bytes", "weight", "nan"])
+def test_a_damaged_reward_model_is_refused_in_one_line(
+    pendulum: Path, tmp_path: Path, capsys, damage: str
+) -> None:
+    """A reward_model.pt carries a digest of its content (torch's zip reader checks no CRC, so
+    overwritten bytes load as other weights) and must hold finite weights."""
+    saved = pendulum / "checkpoints" / "reward_model.pt"
+    bad = tmp_path / "reward_model.pt"
+    if damage == "bytes":  # 4 KiB overwritten in the middle of the file
+        data = bytearray(saved.read_bytes())
+        mid = len(data) // 2
+        data[mid : mid + 4096] = bytes(len(data[mid : mid + 4096]))
+        bad.write_bytes(bytes(data))
+    else:  # one weight changed, keeping the old digest; or NaN with a digest that matches it
+        state = torch.load(saved, weights_only=True)
+        key = _first_weight(state)
+        state["weights"][key] = state["weights"][key].clone()
+        state["weights"][key].view(-1)[0] = float("nan") if damage == "nan" else 0.123
+        if damage == "nan":
+            state.pop("sha256")
+        torch.save(state, bad)
+    argv = ["train", "--env-id", "Pendulum-v1", "--reward-model", str(bad)]
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--runs-dir", str(tmp_path), "--run-name", "r"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("rlhf: error: --reward-model ") and str(bad) in err, err
+    assert not (tmp_path / "r").exists()
 
 
 def _used_labels(run_dir: Path) -> list[float]:
