@@ -123,8 +123,8 @@ def clip_problem(env_id: str) -> str | None:
     if f"{domain}-*" in CLIP_TASKS or f"{domain}-{task}" in CLIP_TASKS:
         return None
     return (
-        f"{env_id} moves its target or terrain at each reset outside the physics state a"
-        " segment records, so its clips cannot be drawn (synthetic feedback works)"
+        f"{env_id} changes its scene at each reset outside the recorded physics state (a"
+        " target's place, the terrain): its clips cannot be drawn"
     )
 
 

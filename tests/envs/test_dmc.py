@@ -35,7 +35,11 @@ CFG = VideoConfig(width=96, height=64)  # not square, so a swapped width/height 
 
 
 def _skip_unless_installed() -> None:
+    """Skip without the dmc extra; fail where it must be there (scripts/test.sh runs this file in
+    its dmc venv with RLHF_REQUIRE_DMC=1, so a broken install cannot pass as skipped)."""
     problem = dmc.dmc_problem(WALKER, mujoco_release())
+    if problem and os.environ.get("RLHF_REQUIRE_DMC"):
+        pytest.fail(problem)
     if problem:
         pytest.skip(problem)
 
@@ -97,10 +101,10 @@ def test_a_suite_task_starts_with_flat_observations_and_its_physics_state(
 def test_a_task_that_moves_its_target_outside_the_state_refuses_clips() -> None:
     _skip_unless_installed()
     info = describe_env("dm_control/reacher-easy-v0")
-    assert info.render_problem and "synthetic feedback works" in info.render_problem
+    assert info.render_problem and "its clips cannot be drawn" in info.render_problem
     with pytest.raises(ConfigError) as err:  # a person would label clips of the wrong target
         preflight(tiny_config(Path("/nonexistent"), "dm_control/reacher-easy-v0", feedback="human"))
-    assert "\n" not in str(err.value)
+    assert "use --feedback synthetic" in str(err.value) and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize(
