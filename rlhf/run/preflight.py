@@ -14,6 +14,7 @@ from typing import Any
 
 from rlhf.config import Config, ConfigError, flag
 from rlhf.envs import EnvInfo, describe_env, make_env
+from rlhf.envs.dmc import is_dmc
 from rlhf.envs.goals import goal_reward_fn
 from rlhf.envs.state import StateKind
 from rlhf.envs.targets import RunTarget
@@ -110,6 +111,11 @@ def _check_replays(cfg: Config, env: EnvInfo, plan: RunPlan) -> None:
     if env.state is not StateKind.MUJOCO:
         raise ConfigError(
             f"{share} needs a MuJoCo env (its state is set to replay); {env.env_id} is not one"
+        )
+    if is_dmc(env.env_id):  # dm_control's env has no set_state/_get_obs to replay from
+        raise ConfigError(
+            f"{share} needs a gymnasium MuJoCo env (its state is set to replay);"
+            f" {env.env_id} is DeepMind Control's"
         )
     if plan.terminations == "standard":
         raise ConfigError(f"{share} needs {flag('terminations')} absorbing or fixed-horizon")

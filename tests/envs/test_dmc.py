@@ -107,6 +107,19 @@ def test_a_task_that_moves_its_target_outside_the_state_refuses_clips() -> None:
     assert "use --feedback synthetic" in str(err.value) and "\n" not in str(err.value)
 
 
+def test_replayed_pairs_are_refused_in_one_line() -> None:
+    """They set a state through gymnasium's set_state, which dm_control's env does not have: the
+    run used to stop at its first replay with a traceback."""
+    _skip_unless_installed()
+    cfg = tiny_config(Path("/nonexistent"), WALKER, query=QueryConfig(replay_share=0.3))
+    with pytest.raises(ConfigError) as err:
+        preflight(cfg)
+    assert str(err.value) == (
+        "--query.replay-share needs a gymnasium MuJoCo env (its state is set to replay);"
+        f" {WALKER} is DeepMind Control's"
+    )
+
+
 @pytest.mark.parametrize(
     "env_id", [WALKER, "dm_control/cheetah-run-v0", "dm_control/quadruped-walk-v0"]
 )
