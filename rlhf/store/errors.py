@@ -14,7 +14,8 @@ from __future__ import annotations
 import errno
 import sqlite3
 
-_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+from rlhf.core.files import FULL_ERRNOS
+
 _READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}
 _SQLITE_FULL = ("disk i/o error", "database or disk is full")
 _SQLITE_READ_ONLY = ("readonly database", "unable to open database file")
@@ -58,7 +59,7 @@ def is_disk_full(exc: BaseException) -> bool:
     if isinstance(exc, sqlite3.Error):
         name = getattr(exc, "sqlite_errorname", "")
         return name == "SQLITE_FULL" or "database or disk is full" in str(exc).lower()
-    return isinstance(exc, OSError) and exc.errno in _FULL
+    return isinstance(exc, OSError) and exc.errno in FULL_ERRNOS
 
 
 def io_error_line(exc: OSError | sqlite3.Error) -> str:
@@ -68,11 +69,11 @@ def io_error_line(exc: OSError | sqlite3.Error) -> str:
         what = f"the label store cannot be written: {text}"
         full = any(s in text.lower() for s in _SQLITE_FULL)
         read_only = any(s in text.lower() for s in _SQLITE_READ_ONLY)
-    elif exc.filename is not None or exc.errno in _FULL:  # a file, not a socket or a process
+    elif exc.filename is not None or exc.errno in FULL_ERRNOS:  # a file, not a socket or a process
         reason = exc.strerror or type(exc).__name__
         where = f"{exc.filename}:" if exc.filename is not None else "cannot write the run's files:"
         what = f"{where} {reason}"
-        full, read_only = exc.errno in _FULL, exc.errno in _READ_ONLY
+        full, read_only = exc.errno in FULL_ERRNOS, exc.errno in _READ_ONLY
     else:
         what, full, read_only = str(exc) or type(exc).__name__, False, False
     if full:
