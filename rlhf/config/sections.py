@@ -70,6 +70,12 @@ class RewardConfig:
     cost; one without them cannot learn a control cost either way. Try it where a learned reward
     pays for large actions (the agent flails); leave it off where the env's control cost matters (measured:
     docs/results/settings.md)."""
+    explore_bonus: float = 0.0
+    """RUNE (Liang et al. 2022): PPO is paid this many times the members' disagreement (the std of
+    their standardised rewards) on top of their mean, so it tries what the labels leave open and
+    the next queries can settle it. 0: off."""
+    explore_half_life: int = 100_000
+    """Env steps after which the bonus of --reward-model.explore-bonus has halved."""
 
     def validate(self, check: Check = check_setting) -> None:
         at_least(check, "reward_model.ensemble_size", self.ensemble_size, 1, 100)
@@ -86,6 +92,8 @@ class RewardConfig:
         at_least(check, "reward_model.min_epoch_steps", self.min_epoch_steps, 1, 10**6)
         at_least(check, "reward_model.patience", self.patience, 1, 10**6)  # 0: no epoch at all
         at_least(check, "reward_model.retrain_growth", self.retrain_growth, 0, 100.0)
+        at_least(check, "reward_model.explore_bonus", self.explore_bonus, 0, 100.0)
+        at_least(check, "reward_model.explore_half_life", self.explore_half_life, 1, STEPS_MAX)
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,22 @@ class RewardLearner:
         """The learned reward of each step: (B, obs_dim), (B, act_dim) -> (B,) float32."""
         return self.ensemble.predict(obs, actions)
 
+    def explore_weight(self, env_steps: int) -> float:
+        """The weight of the disagreement bonus after ``env_steps`` (RUNE): the configured
+        bonus, halved every ``explore_half_life`` steps; 0 when off."""
+        return self.cfg.explore_bonus * 0.5 ** (env_steps / self.cfg.explore_half_life)
+
+    def score_exploring(
+        self, obs: np.ndarray, actions: np.ndarray, weight: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """What PPO is paid, and the learned reward alone: (mean + ``weight`` x members' std,
+        mean), (B,) float32 each. With weight 0 both are :meth:`score`."""
+        if weight == 0:
+            mean = self.score(obs, actions)
+            return mean, mean
+        mean, spread = self.ensemble.predict_with_spread(obs, actions)
+        return mean + np.float32(weight) * spread, mean
+
     def absorbing_reward(self) -> float:
         """The learned reward of a step in the absorbing state, i.e. after an episode's end."""
         return self.ensemble.absorbing_reward()

@@ -193,9 +193,25 @@ class RewardEnsemble(nn.Module):
         self, obs: np.ndarray, actions: np.ndarray, absorbing: np.ndarray | None = None
     ) -> np.ndarray:
         """The learned reward PPO trains on: mean of the standardised members, (B,) float32."""
-        raw = self._score(self.inputs(obs, actions, absorbing))
-        normed = (raw - self.out_mean[:, None]) / self.out_std[:, None]
+        normed = self._standardised(obs, actions, absorbing)
         return normed.mean(dim=0).cpu().numpy().astype(np.float32, copy=False)
+
+    def predict_with_spread(
+        self, obs: np.ndarray, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`predict` and the members' disagreement on each step: the std of their
+        standardised rewards, (B,) float32 each (zero for a lone member)."""
+        normed = self._standardised(obs, actions, None)
+        spread = normed.std(dim=0, correction=0)
+        as_np = (normed.mean(dim=0), spread)
+        return tuple(v.cpu().numpy().astype(np.float32, copy=False) for v in as_np)  # type: ignore[return-value]
+
+    def _standardised(
+        self, obs: np.ndarray, actions: np.ndarray, absorbing: np.ndarray | None
+    ) -> torch.Tensor:
+        """Each member's reward on its own zero-mean, unit-std scale: (M, B)."""
+        raw = self._score(self.inputs(obs, actions, absorbing))
+        return (raw - self.out_mean[:, None]) / self.out_std[:, None]
 
     def absorbing_reward(self) -> float:
         """The learned reward of one step in the absorbing state (after an episode's end)."""

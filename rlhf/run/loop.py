@@ -226,8 +226,12 @@ def score_rollout(
 ) -> np.ndarray:
     """The learned reward of every step of a rollout (T, N), logged against the true one."""
     steps, n, obs_dim = raw.obs.shape
-    rewards = reward.score(raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1))
-    log_reward_quality(logger, rewards, raw.true_rewards, raw.valid, step, raw.reward_parts)
+    weight = reward.explore_weight(step)
+    obs, actions = raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1)
+    rewards, learned = reward.score_exploring(obs, actions, weight)
+    log_reward_quality(logger, learned, raw.true_rewards, raw.valid, step, raw.reward_parts)
+    if weight:
+        logger.scalar("reward/explore_bonus", float((rewards - learned).mean()), step)
     if segments:  # how well the reward ranks what the policy does now
         learned = segment_returns(reward, segments)
         log_ranking(logger, learned, [s.true_return for s in segments], step)

@@ -48,6 +48,22 @@ def test_predict_is_mean_of_standardised_members(small_cfg, toy, rng):
     np.testing.assert_allclose(ens.predict(obs, act), standardised.mean(axis=0), atol=1e-4)
 
 
+def test_exploring_score_adds_the_members_spread_and_halves_with_the_half_life(small_cfg, toy, rng):
+    cfg = replace(small_cfg, explore_bonus=0.5, explore_half_life=1000)
+    learner = RewardLearner(toy.obs_dim, toy.act_dim, cfg)
+    obs, act = toy.steps(rng)
+    learner.ensemble.fit_output_normaliser(obs, act)
+    raw = learner.ensemble.member_rewards(obs, act)
+    standardised = (raw - raw.mean(axis=1, keepdims=True)) / raw.std(axis=1, keepdims=True)
+    assert learner.explore_weight(0) == 0.5 and learner.explore_weight(2000) == 0.125
+    paid, learned = learner.score_exploring(obs, act, 0.5)
+    np.testing.assert_allclose(learned, learner.score(obs, act), atol=1e-6)
+    np.testing.assert_allclose(paid - learned, 0.5 * standardised.std(axis=0), atol=1e-4)
+    assert (paid - learned).min() > 0  # random members disagree everywhere
+    off = RewardLearner(toy.obs_dim, toy.act_dim, small_cfg)
+    assert off.explore_weight(0) == 0.0
+
+
 def test_output_normaliser_gives_zero_mean_unit_std_on_fit_data(small_cfg, toy, rng):
     ens = RewardEnsemble(toy.obs_dim, toy.act_dim, replace(small_cfg, ensemble_size=1))
     obs, act = toy.steps(rng, scale=5.0)
