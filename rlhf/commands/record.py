@@ -31,7 +31,8 @@ class Record:
     episodes: int = 1
     """Episodes to record, one after another."""
     out: Annotated[str | None, tyro.conf.arg(metavar="FILE")] = None
-    """Where to write the video (.mp4, or .gif for an animated image); default RUN/agent.mp4."""
+    """Where to write the video (.mp4, .gif for an animated image, or .png for a film strip of 8
+    frames spread over the recording); default RUN/agent.mp4."""
     max_steps: int = 1000
     """At most this many steps per episode."""
     seed: int = 0
@@ -118,7 +119,7 @@ def record(command: Record) -> Recording:
     from rlhf.envs import make_env, with_target
     from rlhf.envs.state import StateKind, state_kind
     from rlhf.envs.user_reward import resolve_target
-    from rlhf.render.policy import write_gif
+    from rlhf.render.policy import write_gif, write_strip
     from rlhf.render.video import make_renderer, write_video
 
     command.validate()
@@ -148,6 +149,8 @@ def record(command: Record) -> Recording:
         out.parent.mkdir(parents=True, exist_ok=True)
         if out.suffix.lower() == ".gif":
             write_gif(video, out, renderer.fps)
+        elif out.suffix.lower() == ".png":
+            write_strip(video, out)
         else:
             write_video(video, out, renderer.fps)
         assert state_kind(env) in (StateKind.MUJOCO, StateKind.CLASSIC)

@@ -42,6 +42,25 @@ def write_gif(frames: np.ndarray, path: str | os.PathLike, fps: float) -> Path:
     return path
 
 
+STRIP_FRAMES = 8
+"""Frames in a film strip (``rlhf record --out FILE.png``)."""
+
+
+def write_strip(frames: np.ndarray, path: str | os.PathLike, count: int = STRIP_FRAMES) -> Path:
+    """``count`` frames spread evenly over the video, side by side with a white gap, as one PNG:
+    a picture of what the agent does, for a page that cannot play a video."""
+    import imageio.v3 as iio
+
+    path = Path(path)
+    picks = np.unique(np.linspace(0, len(frames) - 1, count).round().astype(int))
+    gap = np.full((frames.shape[1], 4, frames.shape[3]), 255, frames.dtype)
+    parts = [part for i in picks for part in (frames[i], gap)][:-1]
+    tmp = path.with_name(f".{path.name}.tmp")
+    iio.imwrite(tmp, np.concatenate(parts, axis=1), extension=".png")
+    os.replace(tmp, path)
+    return path
+
+
 def render_policy_clip(
     store: RenderStore,
     clip: PolicyClip,

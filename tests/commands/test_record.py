@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import imageio.v3
 import imageio_ffmpeg
 import pytest
 import torch
@@ -59,6 +60,10 @@ def test_record_renders_the_saved_agent_episode_after_episode(
     assert _frames(out) == 30
     gif = record(Record(str(root), max_steps=10, out=str(tmp_path / "a.gif"), video=SMALL)).path
     assert gif.read_bytes()[:6] == b"GIF89a"
+    strip = record(Record(str(root), max_steps=10, out=str(tmp_path / "a.png"), video=SMALL)).path
+    picture = imageio.v3.imread(strip)
+    assert picture.shape == (64, 8 * 64 + 7 * 4, 3)  # 8 frames of 64x64, 4-pixel gaps
+    assert (picture[:, 64:68] == 255).all() and not (picture[:, :64] == 255).all()
 
 
 def test_record_reports_the_targets_return_beside_the_envs(tmp_path: Path, capsys) -> None:
