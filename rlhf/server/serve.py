@@ -27,7 +27,7 @@ from rlhf.server.access import is_loopback
 from rlhf.server.app import create_app
 from rlhf.server.guard import guarded_server
 from rlhf.server.state import ServerState
-from rlhf.store.meta import TOKENS_META
+from rlhf.store.meta import ACCESS_TOKEN_META, TOKENS_META
 from rlhf.store.protocols import ServerStore
 
 log = logging.getLogger(__name__)
@@ -190,12 +190,14 @@ def serve_in_thread(
 ) -> ServerHandle:
     """Serve the labelling app with waitress from a daemon thread.
 
-    A token is generated when ``cfg.host`` is not loopback and ``cfg.token`` is None; it is part
-    of ``handle.url``. Port 0 picks a free port (``handle.port``).
+    A token is generated when ``cfg.host`` is not loopback and ``cfg.token`` is None (once per
+    store: a resumed run keeps it); it is part of ``handle.url``. Port 0 picks a free port (``handle.port``).
     """
     token = cfg.token
     if token is None and not is_loopback(cfg.host):
-        token = secrets.token_urlsafe(24)
+        kept = store.get_meta(ACCESS_TOKEN_META)  # the same link after a resume
+        token = kept if isinstance(kept, str) and len(kept) >= 32 else secrets.token_urlsafe(24)
+        store.set_meta(ACCESS_TOKEN_META, token)
     names = labeller_names(cfg.labeller, cfg.labellers_file)
     tokens = labeller_tokens(names, store.get_meta(TOKENS_META)) if names else {}
     if tokens:  # kept with the run: the links stay the same across serve and --resume

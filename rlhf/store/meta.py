@@ -54,6 +54,11 @@ TOKENS_META = "labeller_tokens"
 """``{name: token}`` of the run's named labellers (``--labeller``), so their links stay the same
 across ``rlhf serve`` and ``train --resume``. Written and read by ``server/serve.py``."""
 
+ACCESS_TOKEN_META = "access_token"
+"""The token generated for a page served beyond loopback without ``--web.token``, so a tab left
+open keeps its access across ``train --resume`` and ``rlhf serve`` (the store sits in the run's
+own directory, beside the labels the token guards). Written and read by ``server/serve.py``."""
+
 WEB_PORT_META = "web_port"
 """The port the run's labelling page was last served on (an integer), so ``train --resume`` and
 ``rlhf serve`` serve it there again when the port is free (with ``--web.port`` 0, the default): a

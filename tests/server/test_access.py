@@ -85,3 +85,17 @@ def test_non_loopback_serving_requires_the_token(web_run: Run) -> None:
         assert [lb.pair_id for lb in store.labels()] == [1]
     finally:
         handle.stop()
+
+
+def test_a_generated_token_is_kept_with_the_run(web_run: Run) -> None:
+    # A tab left open after `train --resume --web.host 0.0.0.0` keeps its access.
+    store, videos = web_run
+    tokens = []
+    for _ in range(2):
+        handle = serve_in_thread(store, videos, WebConfig(host="0.0.0.0", port=0))
+        tokens.append(handle.token)
+        handle.stop()
+    assert tokens[0] and tokens[0] == tokens[1]
+    given = serve_in_thread(store, videos, WebConfig(host="0.0.0.0", port=0, token="x" * 40))
+    given.stop()
+    assert given.token == "x" * 40  # --web.token still wins
