@@ -37,23 +37,22 @@ PRESETS: dict[str, Preset] = {
         init_log_std=-1.0,
         replay_share=0.3,
         why="at std 1 its control cost makes flailing worse than ending an episode, and its"
-        " labels tie action size to progress (1M steps, seeds 1-5: RLHF at 0.95 of PPO with"
-        " both; with neither it never moves forward)",
+        " labels tie action size to progress (measured: docs/results/ant.md)",
     ),
     "Hopper": Preset(
         init_log_std=0.0,
         replay_share=0.0,
         end_margin=0.3,
-        why="an end counted below its learned reward keeps it hopping (300k steps, seeds 1-9:"
-        " RLHF at 1.02 of PPO with it, 0.82 without; 1M, seeds 1-6: 1.05 and 1.04)",
+        why="an end counted below its learned reward keeps it hopping (measured:"
+        " docs/results/episode-ends.md)",
     ),
     "Walker2d": Preset(
         init_log_std=0.0,
         replay_share=0.0,
         min_epoch_steps=32,
         output_init="zero",
-        why="its first rounds, from episodes of ~20 steps, stopped near chance (300k steps, seeds"
-        " 1-11: RLHF at 0.86 of PPO with it, 0.77 without; 1M, seeds 1-12: 0.91 and 0.86)",
+        why="its first rounds, from episodes of ~20 steps, stopped near chance (measured:"
+        " docs/results/walker2d.md)",
     ),
 }
 """By env family, the env id's name without its version (``Ant-v5`` -> ``Ant``)."""
