@@ -73,7 +73,8 @@ class RewardConfig:
     explore_bonus: float = 0.0
     """RUNE (Liang et al. 2022): PPO is paid this many times the members' disagreement (the std of
     their standardised rewards) on top of their mean, so it tries what the labels leave open and
-    the next queries can settle it. 0: off."""
+    the next queries can settle it. Negative: caution instead, PPO is paid less where the members
+    disagree, so it does not chase what only some of them like. 0: off."""
     explore_half_life: int = 100_000
     """Env steps after which the bonus of --reward-model.explore-bonus has halved."""
 
@@ -92,7 +93,7 @@ class RewardConfig:
         at_least(check, "reward_model.min_epoch_steps", self.min_epoch_steps, 1, 10**6)
         at_least(check, "reward_model.patience", self.patience, 1, 10**6)  # 0: no epoch at all
         at_least(check, "reward_model.retrain_growth", self.retrain_growth, 0, 100.0)
-        at_least(check, "reward_model.explore_bonus", self.explore_bonus, 0, 100.0)
+        within(check, "reward_model.explore_bonus", self.explore_bonus, -100.0, 100.0, "[]")
         at_least(check, "reward_model.explore_half_life", self.explore_half_life, 1, STEPS_MAX)
 
 

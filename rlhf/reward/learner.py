@@ -9,6 +9,7 @@ state is made of tensors and plain Python values only, so it loads with
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -122,6 +123,14 @@ class RewardLearner:
             return mean, mean
         mean, spread = self.ensemble.predict_with_spread(obs, actions)
         return mean + np.float32(weight) * spread, mean
+
+    def paying(self, env_steps: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """What an agent is paid per step from ``env_steps`` on: :meth:`score`, plus the
+        disagreement bonus at its weight then (SAC relabels its buffer with it after a refit)."""
+        weight = self.explore_weight(env_steps)
+        if weight == 0:
+            return self.score
+        return lambda obs, actions: self.score_exploring(obs, actions, weight)[0]
 
     def absorbing_reward(self) -> float:
         """The learned reward of a step in the absorbing state, i.e. after an episode's end."""

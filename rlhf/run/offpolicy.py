@@ -121,7 +121,7 @@ def set_reward_source(t: Trainer) -> None:
     if not prefs.reward.trained:
         buffer.set_reward_fn(None)  # no label yet: act, learn nothing
         return
-    buffer.set_reward_fn(prefs.reward.score)
+    buffer.set_reward_fn(prefs.reward.paying(t.collector.global_step))
     # None unless the run pads terminations with the absorbing state
     value = absorbing_reward(t.plan.absorbing, prefs.reward, t.logger, t.collector.global_step)
     agent.terminal_value = 0.0 if value is None else value / (1.0 - t.cfg.sac.gamma)

@@ -60,8 +60,11 @@ def test_exploring_score_adds_the_members_spread_and_halves_with_the_half_life(s
     np.testing.assert_allclose(learned, learner.score(obs, act), atol=1e-6)
     np.testing.assert_allclose(paid - learned, 0.5 * standardised.std(axis=0), atol=1e-4)
     assert (paid - learned).min() > 0  # random members disagree everywhere
+    np.testing.assert_allclose(
+        learner.paying(2000)(obs, act), learned + 0.125 * (paid - learned) / 0.5, atol=1e-5
+    )
     off = RewardLearner(toy.obs_dim, toy.act_dim, small_cfg)
-    assert off.explore_weight(0) == 0.0
+    assert off.explore_weight(0) == 0.0 and off.paying(0) == off.score
 
 
 def test_output_normaliser_gives_zero_mean_unit_std_on_fit_data(small_cfg, toy, rng):
