@@ -63,7 +63,7 @@ def test_exploring_score_adds_the_members_spread_and_halves_with_the_half_life(s
     np.testing.assert_allclose(
         learner.paying(2000)(obs, act), learned + 0.125 * (paid - learned) / 0.5, atol=1e-5
     )
-    off = RewardLearner(toy.obs_dim, toy.act_dim, small_cfg)
+    off = RewardLearner(toy.obs_dim, toy.act_dim, replace(small_cfg, explore_bonus=0.0))
     assert off.explore_weight(0) == 0.0 and off.paying(0) == off.score
 
 
