@@ -70,11 +70,12 @@ class RewardConfig:
     cost; one without them cannot learn a control cost either way. Try it where a learned reward
     pays for large actions (the agent flails); leave it off where the env's control cost matters (measured:
     docs/results/settings.md)."""
-    explore_bonus: float = 0.3
+    explore_bonus: float = 0.0
     """RUNE (Liang et al. 2022): the agent is paid this many times the members' disagreement (the
     std of their standardised rewards) on top of their mean, so it tries what the labels leave
-    open and the next queries can settle it: a first reward that points the wrong way is found
-    out instead of followed. Negative: caution instead, the agent is paid less where the members
+    open and the next queries can settle it. Try it where a first reward sends seeds the wrong
+    way for good (it kept HalfCheetah's seeds from running backwards, but did not lift the five
+    tasks as a whole). Negative: caution instead, the agent is paid less where the members
     disagree. 0: off (measured: docs/results/few-labels.md)."""
     explore_half_life: int = 100_000
     """Env steps after which the bonus of --reward-model.explore-bonus has halved."""
