@@ -224,7 +224,9 @@ def fit_reward(p: Preferences, rng: np.random.Generator, final: bool = False) ->
 def score_rollout(
     reward: RewardLearner, raw: RolloutBatch, segments: list[Segment], logger: Logger, step: int
 ) -> np.ndarray:
-    """The learned reward of every step of a rollout (T, N), logged against the true one."""
+    """What PPO is paid for every step of a rollout (T, N): the learned reward, plus the
+    members' disagreement with --reward-model.explore-bonus; the learned reward alone is what is
+    logged against the true one."""
     steps, n, obs_dim = raw.obs.shape
     weight = reward.explore_weight(step)
     obs, actions = raw.obs.reshape(-1, obs_dim), raw.actions.reshape(steps * n, -1)
