@@ -33,11 +33,16 @@ def gif_frames(frames: np.ndarray) -> np.ndarray:
 
 def write_gif(frames: np.ndarray, path: str | os.PathLike, fps: float) -> Path:
     """An endlessly looping animated GIF, written under a temporary name and moved into place."""
+    return _write_image(frames, path, ".gif", duration=1000.0 / fps, loop=0)
+
+
+def _write_image(pixels: np.ndarray, path: str | os.PathLike, extension: str, **kw: Any) -> Path:
+    """Write with imageio under a temporary name, then move into place (never half a file)."""
     import imageio.v3 as iio
 
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    iio.imwrite(tmp, frames, extension=".gif", duration=1000.0 / fps, loop=0)
+    iio.imwrite(tmp, pixels, extension=extension, **kw)
     os.replace(tmp, path)
     return path
 
@@ -49,16 +54,10 @@ STRIP_FRAMES = 8
 def write_strip(frames: np.ndarray, path: str | os.PathLike, count: int = STRIP_FRAMES) -> Path:
     """``count`` frames spread evenly over the video, side by side with a white gap, as one PNG:
     a picture of what the agent does, for a page that cannot play a video."""
-    import imageio.v3 as iio
-
-    path = Path(path)
     picks = np.unique(np.linspace(0, len(frames) - 1, count).round().astype(int))
     gap = np.full((frames.shape[1], 4, frames.shape[3]), 255, frames.dtype)
     parts = [part for i in picks for part in (frames[i], gap)][:-1]
-    tmp = path.with_name(f".{path.name}.tmp")
-    iio.imwrite(tmp, np.concatenate(parts, axis=1), extension=".png")
-    os.replace(tmp, path)
-    return path
+    return _write_image(np.concatenate(parts, axis=1), path, ".png")
 
 
 def render_policy_clip(
