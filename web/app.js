@@ -283,10 +283,14 @@ import { noteStatus, refreshAgentView, renderLabellers, startAgentView } from ".
   }
 
   // -- status --------------------------------------------------------------------------------------
-  // Each poll also reports this page's outbox, so the server knows when it may stop at the end.
+  // Each poll also reports this page's outbox, so the server knows when it may stop at the end,
+  // and the pairs on screen and queued, so their leases last while a person watches them.
   async function pollStatus() {
     clearTimeout(timers.status);
-    const report = "?outbox=" + state.outbox.length + (state.ended ? "&ended=1" : "");
+    const shown = state.current ? [state.current.pair_id] : [];
+    for (const p of state.upcoming) shown.push(p.pair_id);
+    const held = shown.length ? "&held=" + shown.slice(0, MAX_EXCLUDE).join(",") : "";
+    const report = "?outbox=" + state.outbox.length + (state.ended ? "&ended=1" : "") + held;
     try {
       const res = await api("GET", "/api/status" + report);
       if (res.status === 401 || res.status === 403) return deny(res.data);

@@ -65,7 +65,20 @@ def api_status() -> Response:
     if outbox is not None:
         page = valid_page_id(request.headers.get(PAGE_HEADER))
         state.pages.seen(page, time.monotonic(), outbox=outbox, ended=ended)
+    held = _parse_exclude(request.args.get("held", ""), "held")
+    if held:
+        _keep_leases(state, held)
     return jsonify(status_payload(state))
+
+
+def _keep_leases(state: ServerState, held: list[int]) -> None:
+    """Renew this labeller's leases on the pairs its page still shows: a person may watch one
+    pair for longer than a lease, and the page asks for no new pair while it has one queued."""
+    who = labeller()
+    assert who is not None
+    with state.leases.lock:
+        # As in _lease_next: only ready pairs, never away from another labeller.
+        state.leases.take(state.store.ready_among(held), who, time.monotonic(), steal=False)
 
 
 def _parse_outbox_report() -> tuple[int | None, bool]:
@@ -80,13 +93,14 @@ def _parse_outbox_report() -> tuple[int | None, bool]:
     return int(raw), ended == "1"
 
 
-def _parse_exclude(raw: str) -> list[int]:
+def _parse_exclude(raw: str, name: str = "exclude") -> list[int]:
+    """``?exclude=`` (or ``?held=``): the pair ids a page holds, comma-separated."""
     parts = [p.strip() for p in raw.split(",") if p.strip()]
     if len(parts) > MAX_EXCLUDE:
-        raise ApiError(400, "bad_exclude", f"exclude takes at most {MAX_EXCLUDE} ids.")
+        raise ApiError(400, f"bad_{name}", f"{name} takes at most {MAX_EXCLUDE} ids.")
     if not all(_ID_RE.fullmatch(p) and 1 <= int(p) <= MAX_ROW_ID for p in parts):
         raise ApiError(
-            400, "bad_exclude", f"exclude must be comma-separated pair ids (1 to {MAX_ROW_ID})."
+            400, f"bad_{name}", f"{name} must be comma-separated pair ids (1 to {MAX_ROW_ID})."
         )
     return [int(p) for p in parts]
 

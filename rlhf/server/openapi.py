@@ -312,6 +312,13 @@ _PATHS: dict[str, Any] = {
                     "description": "1 once the page has seen the run end.",
                     "schema": {"enum": ["0", "1"]},
                 },
+                {
+                    "name": "held",
+                    "in": "query",
+                    "description": "Comma-separated ids of the pairs this page shows or has queued"
+                    f" (at most {MAX_EXCLUDE_IDS}): their leases to this labeller are renewed.",
+                    "schema": {"type": "string", "pattern": "^[0-9,]*$"},
+                },
                 _PAGE_HEADER,
             ],
             "responses": _responses(_json(_ref("Status"), "Progress.")),

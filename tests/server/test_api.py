@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from flask.testing import FlaskClient
@@ -94,6 +95,33 @@ def test_concurrent_labellers_are_handed_different_pairs(app, web_run: Run) -> N
     busy = bob.get(f"/api/next?exclude={b},{c}").get_json()
     assert busy["pair"] is None and busy["state"] == "busy"
     assert "another labeller" in busy["reason"]
+
+
+@pytest.mark.parametrize("polls", [True, False])
+def test_a_pair_watched_longer_than_its_lease_stays_with_its_page_while_the_page_polls(
+    app, web_run: Run, monkeypatch: pytest.MonkeyPatch, polls: bool
+) -> None:
+    # The page asks for no new pair while it has one queued, so only its status polls say that
+    # alice is still watching; without them her pair goes to bob after the lease (control arm).
+    clock = [1000.0]
+    monkeypatch.setattr("rlhf.server.api.time", SimpleNamespace(monotonic=lambda: clock[0]))
+    alice, bob = app.test_client(), app.test_client()
+    shown = alice.get("/api/next").get_json()["pair_id"]
+    queued = alice.get(f"/api/next?exclude={shown}").get_json()["pair_id"]
+    lease = app.extensions["rlhf"].leases.ttl_s
+    for _ in range(3):  # a quarter-hour on one pair, polling every lease/2
+        clock[0] += lease / 2
+        query = f"?held={shown},{queued}" if polls else ""
+        assert alice.get(f"/api/status{query}").status_code == 200
+    first = bob.get("/api/next").get_json()["pair_id"]  # the one pair nobody holds
+    second = bob.get(f"/api/next?exclude={first}").get_json()["pair"]
+    assert (second is not None and second["pair_id"] in (shown, queued)) is not polls
+
+
+@pytest.mark.parametrize("held", ["a", "1,x", "-1", ",".join(["1"] * 101)])
+def test_status_rejects_bad_held_ids(client: FlaskClient, held: str) -> None:
+    resp = client.get(f"/api/status?held={held}")
+    assert resp.status_code == 400 and resp.get_json()["error"] == "bad_held"
 
 
 @pytest.mark.parametrize("exclude", ["a", "1,x", "1.5", ",".join(["1"] * 101)])
