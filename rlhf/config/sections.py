@@ -79,6 +79,13 @@ class RewardConfig:
     disagree. 0: off (measured: docs/results/few-labels.md)."""
     explore_half_life: int = 100_000
     """Env steps after which the bonus of --reward-model.explore-bonus has halved."""
+    restart_below: float = 0.0
+    """Before each round after the first, the share of the new labels (those since the last
+    round: the teacher on what the agent does now) that the reward already orders right is
+    logged as reward/fresh_accuracy. Below this share, on at least 10 new labels, the members
+    start the round from new weights instead of the last round's: a reward that misorders the
+    agent's own behaviour is fitted again from scratch rather than patched. 0: never
+    (measured: docs/results/few-labels.md)."""
 
     def validate(self, check: Check = check_setting) -> None:
         at_least(check, "reward_model.ensemble_size", self.ensemble_size, 1, 100)
@@ -97,6 +104,7 @@ class RewardConfig:
         at_least(check, "reward_model.retrain_growth", self.retrain_growth, 0, 100.0)
         within(check, "reward_model.explore_bonus", self.explore_bonus, -100.0, 100.0, "[]")
         at_least(check, "reward_model.explore_half_life", self.explore_half_life, 1, STEPS_MAX)
+        within(check, "reward_model.restart_below", self.restart_below, 0, 1, "[]")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,10 @@ from rlhf.core.types import Pair, Preference, Rating, Segment
 from rlhf.reward.model import RewardEnsemble
 from rlhf.reward.ratings import DEFAULT_SHARPNESS
 from rlhf.reward.stream_train import Epochs, train_ensemble_streaming
-from rlhf.reward.train import TrainStats, train_ensemble
+from rlhf.reward.train import TrainStats, preference_accuracy, train_ensemble
+
+MIN_FRESH = 10
+"""New labels a round needs before their accuracy may restart the members (fewer: noise)."""
 
 
 class RewardLearner:
@@ -53,6 +56,8 @@ class RewardLearner:
         self.ensemble = RewardEnsemble(obs_dim, act_dim, cfg, device, seed=seed)
         self.fitted_on = 0
         """Labels and ratings (skips excluded) in the last training round; 0 before the first."""
+        self.fitted_prefs = 0
+        """Of those, the labels (the store hands them oldest first, so later ones are new)."""
         self.stats: TrainStats | None = None
         """Figures of the last training round."""
 
@@ -80,13 +85,30 @@ class RewardLearner:
         rng: np.random.Generator,
         ratings: list[Rating] | None = None,
     ) -> TrainStats:
-        """One training round on all of ``prefs`` and ``ratings`` (warm-started)."""
+        """One training round on all of ``prefs`` and ``ratings`` (warm-started, unless the new
+        labels say the reward misorders what the agent does now: ``cfg.restart_below``)."""
         ratings = ratings or []
-        self.stats = train_ensemble(
+        fresh = prefs[self.fitted_prefs :] if self.trained else []
+        accuracy = preference_accuracy(self.ensemble, fresh) if fresh else float("nan")
+        restart = len(fresh) >= MIN_FRESH and accuracy < self.cfg.restart_below
+        if restart:
+            self._restart(rng)
+        stats = train_ensemble(
             self.ensemble, prefs, self.cfg, rng, ratings, self.data, self.sharpness
         )
+        self.stats = dataclasses.replace(stats, fresh_accuracy=accuracy, restarted=restart)
         self.fitted_on = len(prefs) + len(ratings)
+        self.fitted_prefs = len(prefs)
         return self.stats
+
+    def _restart(self, rng: np.random.Generator) -> None:
+        """New member weights (drawn from ``rng``, so one seed still gives one run); the
+        train/validation split stays the ensemble's own."""
+        ens = self.ensemble
+        fresh = RewardEnsemble(
+            ens.obs_dim, ens.act_dim, self.cfg, "cpu", seed=int(rng.integers(2**31))
+        )
+        ens.members.load_state_dict(fresh.members.state_dict())
 
     def fit_stream(
         self, epochs: Epochs, val: list[Preference], rng: np.random.Generator
@@ -94,7 +116,7 @@ class RewardLearner:
         """One training round on labels streamed from disk, pass by pass (see
         :mod:`rlhf.reward.stream_train`); ``val`` is the held-out share kept in memory."""
         self.stats = train_ensemble_streaming(self.ensemble, epochs, val, self.cfg, rng)
-        self.fitted_on = self.stats.n_train + self.stats.n_val
+        self.fitted_on = self.fitted_prefs = self.stats.n_train + self.stats.n_val
         return self.stats
 
     def member_returns(self, segments: list[Segment]) -> np.ndarray:
@@ -171,6 +193,7 @@ class RewardLearner:
             "cfg": _plain(dataclasses.asdict(self.cfg)),
             "weights": ens.state_dict(),
             "fitted_on": self.fitted_on,
+            "fitted_prefs": self.fitted_prefs,
             "stats": None if self.stats is None else dataclasses.asdict(self.stats),
         }
 
@@ -178,6 +201,8 @@ class RewardLearner:
         """Restore weights, normalisers and figures written by :meth:`state_dict`."""
         self.ensemble.load_state_dict(state["weights"])
         self.fitted_on = int(state["fitted_on"])
+        # Older checkpoints: every label was a preference unless ratings say otherwise.
+        self.fitted_prefs = int(state.get("fitted_prefs", self.fitted_on))
         self.stats = None if state["stats"] is None else TrainStats(**state["stats"])
 
     @classmethod

@@ -71,6 +71,11 @@ class TrainStats:
     """Share of held-out clip pairs with different grades ordered as the grades are."""
     n_ratings: int = 0
     """Rated clips in the round (both splits)."""
+    fresh_accuracy: float = math.nan
+    """Share of the labels new since the last round that the reward ordered right before this
+    round trained on them (NaN: the first round, or no new decided label)."""
+    restarted: bool = False
+    """Whether the members started this round from new weights (--reward-model.restart-below)."""
 
     def metrics(self) -> dict[str, float]:
         """TensorBoard scalars under ``reward/``."""
@@ -80,6 +85,9 @@ class TrainStats:
             "reward/val_accuracy": self.val_accuracy,
             "reward/epochs": self.epochs,
         }
+        if not math.isnan(self.fresh_accuracy):
+            figures["reward/fresh_accuracy"] = self.fresh_accuracy
+            figures["reward/restarted"] = float(self.restarted)
         if self.n_ratings:
             figures["reward/rating_val_accuracy"] = self.rating_val_accuracy
             figures["reward/rating_val_pair_accuracy"] = self.rating_val_pair_accuracy

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -9,8 +10,9 @@ import pytest
 import torch
 
 from rlhf.core.types import Pair
-from rlhf.reward.learner import RewardLearner
+from rlhf.reward.learner import MIN_FRESH, RewardLearner
 from rlhf.reward.model import RewardEnsemble
+from rlhf.reward.train import preference_accuracy
 
 
 def test_shapes_and_dtype(small_cfg, toy, rng):
@@ -158,3 +160,33 @@ def test_fit_is_wanted_on_first_labels_then_on_growth(small_cfg, toy):
     assert not learner.wants_fit(14)
     assert learner.wants_fit(14, final=True)
     assert learner.wants_fit(15)
+
+
+def test_new_labels_the_reward_misorders_restart_the_members(small_cfg, toy, rng):
+    # The teacher turns round after the first round: its new answers are the opposite of what
+    # the reward learned, as when an agent runs where the first labels pointed and the teacher
+    # prefers the other way.
+    first = toy.preferences(400, rng)  # enough for the reward to learn the toy task
+    flipped = [replace(p, mu=1.0 - p.mu) for p in toy.preferences(20, rng)]
+    obs, act = toy.steps(rng)
+
+    def second_round(restart_below: float, new: list) -> RewardLearner:
+        learner = RewardLearner(
+            toy.obs_dim, toy.act_dim, replace(small_cfg, restart_below=restart_below), seed=3
+        )
+        learner.fit(first, np.random.default_rng(0))
+        assert math.isnan(learner.stats.fresh_accuracy)  # the first round has nothing new
+        expected = preference_accuracy(learner.ensemble, new)
+        learner.fit(first + new, np.random.default_rng(1))
+        assert learner.stats.fresh_accuracy == expected
+        return learner
+
+    on, off = second_round(0.5, flipped), second_round(0.0, flipped)
+    assert on.stats.fresh_accuracy < 0.3
+    assert on.stats.restarted and not off.stats.restarted
+    assert on.stats.metrics()["reward/restarted"] == 1.0
+    assert not np.allclose(on.score(obs, act), off.score(obs, act))
+    again = second_round(0.5, flipped)  # one seed, one run
+    np.testing.assert_array_equal(again.score(obs, act), on.score(obs, act))
+    # Fewer than MIN_FRESH new labels are too few to judge the reward by.
+    assert not second_round(0.5, flipped[: MIN_FRESH - 1]).stats.restarted
