@@ -15,8 +15,9 @@ and the headline ratios of the first env as the last line.
 ``--out DIR`` keeps one JSON file per finished run (its curve included) and skips those runs on
 the next invocation, so a grid can be stopped and continued (a run stopped before its end starts
 again); ``--plot`` draws the curves.
-``--hidden-dtype bfloat16`` runs every SAC with ``--sac.hidden-dtype bfloat16`` (about twice as
-fast on CPUs with native bf16: scripts/bench_sac.py).
+SAC's hidden layers run in what ``rlhf train`` picks (``--hidden-dtype auto``: bfloat16 where the
+CPU multiplies it natively, about twice as fast: scripts/bench_sac.py; else float32); a run's
+result names the dtype it used, so results from machines of either kind never mix.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rlhf.agent.precision import choose
 from rlhf.sweep import run_jobs
 from rlhf.sweep.worker import read_curve
 
@@ -152,13 +154,22 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time")
-    parser.add_argument("--hidden-dtype", choices=["float32", "bfloat16"], default="float32")
+    parser.add_argument(
+        "--hidden-dtype",
+        choices=["auto", "float32", "bfloat16"],
+        default="auto",
+        help="SAC's hidden layers (auto: as rlhf train picks on this machine)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="results directory (kept)")
     parser.add_argument("--plot", type=Path, default=None, help="learning curves (PNG)")
     parser.add_argument("--quick", action="store_true", help="HalfCheetah, 1k steps, 1 seed")
     args = parser.parse_args()
     if args.quick:
         args.env_id, args.steps, args.seeds = ["HalfCheetah-v5"], 1000, 1
+    if args.hidden_dtype == "auto":  # resolved here, so each result's key names the dtype used
+        precision = choose("cpu")
+        args.hidden_dtype = precision.dtype
+        print(f"SAC hidden layers: {precision.dtype} ({precision.why})")
     with tempfile.TemporaryDirectory() as tmp:
         out = args.out or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
