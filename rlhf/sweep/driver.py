@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from pathlib import Path
 from typing import TextIO
 
+from rlhf.config.ranges import at_least
 from rlhf.core.shell import program, short_path
 from rlhf.run.lifecycle import RunInterrupted
 from rlhf.sweep.command import Sweep
@@ -25,6 +27,18 @@ from rlhf.sweep.spec import Spec, SpecError, load_spec
 from rlhf.sweep.worker import Action, CellResult, one_line, plan, read_result, run_cell, run_setup
 
 
+def _check_options(command: Sweep) -> None:
+    """The sweep's own numbers, in the one-line form of rlhf train's ranges (Ray would refuse
+    a negative --max-retries with a traceback, after starting)."""
+
+    def check(ok: bool, template: str, *_: object) -> None:
+        if not ok:
+            raise SpecError(re.sub(r"\{(\w+)\}", lambda m: "--" + m[1].replace("_", "-"), template))
+
+    at_least(check, "num_cpus", command.num_cpus, 1, 1_000_000)
+    at_least(check, "max_retries", command.max_retries, 0, 1000)
+
+
 def prepare(command: Sweep) -> tuple[Spec, tuple[Cell, ...], Path]:
     """The spec, its cells and the sweep directory, every cell checked before anything runs.
 
@@ -33,6 +47,7 @@ def prepare(command: Sweep) -> tuple[Spec, tuple[Cell, ...], Path]:
     """
     if command.spec is None and not (command.grid or command.train or command.seeds):
         raise SpecError("no SPEC: give a TOML file or --grid/--train/--seeds (rlhf sweep --help)")
+    _check_options(command)
     spec = load_spec(command)
     for item in spec.setup:  # here too: the spec's env ids must exist to be checked
         try:

@@ -133,6 +133,9 @@ def test_bad_flags_are_one_line_naming_the_flag(tmp_path: Path) -> None:
         prepare(Sweep(grid=("seed=1,2",)))
     with pytest.raises(SpecError, match="no such SPEC file"):
         prepare(Sweep(spec=str(tmp_path / "missing.toml")))
+    # Before Ray starts, which would refuse a negative --max-retries with a traceback.
+    assert _error(tmp_path, GOOD, max_retries=-3) == "--max-retries must be >= 0"
+    assert _error(tmp_path, GOOD, num_cpus=0) == "--num-cpus must be >= 1"
 
 
 def test_the_command_line_prints_a_bad_key_as_one_line_and_exits_2(
