@@ -46,7 +46,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -56,6 +59,7 @@ from _bench_rlhf_table import Task, Teacher, headline, make_rows, plot, print_ta
 
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig, TeacherConfig, flag
 from rlhf.config.presets import with_preset
+from rlhf.core.shell import program, short_path
 from rlhf.sweep import run_jobs
 from rlhf.sweep.grid import cell_name
 from rlhf.sweep.spec import SpecError, key_name, nested, settings_from_flags
@@ -63,6 +67,8 @@ from rlhf.sweep.worker import read_curve
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("ppo", "rlhf")
+RUNS = "runs"
+"""With --keep-runs, the folder of --out that keeps every run's directory."""
 KIND_MODES = {"pairs": "rlhf", "ratings": "ratings", "both": "both"}
 """--feedback-kind -> the mode of its runs ("rlhf": pairs, the name results on disk already use)."""
 LEARNED = {"rlhf": "pairs", "ratings": "ratings", "both": "both"}
@@ -283,9 +289,9 @@ class Result:
         return self.job.steps / self.seconds
 
 
-def _job(args: tuple[Job, Path]) -> Result:
-    job, out = args
-    result = _train(job)
+def _job(args: tuple[Job, Path, bool]) -> Result:
+    job, out, keep = args
+    result = _train(job, out / RUNS if keep else None)
     # Saved by the run itself, so an interrupted grid keeps every finished run.
     tmp = out / f".{job.key}.tmp"
     tmp.write_text(json.dumps(asdict(result)))
@@ -293,13 +299,15 @@ def _job(args: tuple[Job, Path]) -> Result:
     return result
 
 
-def _train(job: Job) -> Result:
+def _train(job: Job, keep: Path | None = None) -> Result:
+    """Run ``job``; its run directory (TensorBoard, labels, checkpoints) goes into ``keep``
+    under the job's key, or into a temporary directory that is removed afterwards (None)."""
     import torch
 
     from rlhf.run.runner import run
 
     torch.set_num_threads(1)
-    with tempfile.TemporaryDirectory() as runs:
+    with _runs_dir(job, keep) as runs:
         cfg = Config(
             env_id=job.env_id,
             total_timesteps=job.steps,
@@ -308,7 +316,7 @@ def _train(job: Job) -> Result:
             feedback="synthetic",
             feedback_kind=LEARNED.get(job.mode, "pairs"),  # type: ignore[arg-type]
             runs_dir=runs,
-            run_name="bench",
+            run_name=job.key if keep else "bench",
             progress=False,
             device="cpu",
             query=QueryConfig(total_labels=job.labels, replay_share=job.replay_share),
@@ -317,12 +325,26 @@ def _train(job: Job) -> Result:
             ),
         )
         summary = run(with_settings(cfg, job.run_settings))
-        curve = list(read_curve(Path(runs) / "bench" / "tb"))
+        curve = list(read_curve(Path(runs) / cfg.run_name / "tb"))
     tail = [ret for step, ret in curve if step > 0.9 * job.steps]
     final = float(np.mean(tail)) if tail else summary.final_true_return or float("nan")
     return Result(
         job, summary.wall_seconds, final, summary.labels_used, summary.reward_val_accuracy, curve
     )
+
+
+@contextmanager
+def _runs_dir(job: Job, keep: Path | None) -> Iterator[str]:
+    """Where ``job``'s run directory goes: ``keep`` (a directory left there by an interrupted
+    grid is removed first: its result was never saved, so the job runs again from the start),
+    or a temporary directory removed afterwards."""
+    if keep is None:
+        with tempfile.TemporaryDirectory() as runs:
+            yield runs
+        return
+    shutil.rmtree(keep / job.key, ignore_errors=True)
+    keep.mkdir(parents=True, exist_ok=True)
+    yield str(keep)
 
 
 def _pairs(items: list[Any]) -> tuple[tuple[str, Any], ...]:
@@ -414,6 +436,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--quick", action="store_true", help="20k steps, 1 seed, 100 labels, Hopper-v5"
+    )
+    parser.add_argument(
+        "--keep-runs",
+        action="store_true",
+        help=f"keep each run's directory (TensorBoard curves, labels, checkpoints) in"
+        f" OUT/{RUNS}/, named by its result's key (default: removed once its result is saved)",
     )
     parser.add_argument(
         "--feedback-kind",
@@ -554,7 +582,7 @@ def _described(job: Job) -> str:
     return f"{task} {job.mode}{teacher} seed {job.seed}"
 
 
-def _run(jobs: list[Job], out: Path, parallel: int) -> dict[str, Result]:
+def _run(jobs: list[Job], out: Path, parallel: int, keep: bool = False) -> dict[str, Result]:
     """Every job's result: those already in ``out``, the others run (and saved there)."""
     done = _load(out)
     todo = list({job.key: job for job in jobs if job.key not in done}.values())
@@ -562,7 +590,7 @@ def _run(jobs: list[Job], out: Path, parallel: int) -> dict[str, Result]:
     if todo:  # no Ray start-up when every run is already there
         for result in run_jobs(
             _job,
-            [(job, out) for job in todo],
+            [(job, out, keep) for job in todo],
             parallel,
             describe=lambda r: f"{_described(r.job)}: {r.final_return:.0f}",
         ):
@@ -582,7 +610,10 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     print(f"seeds: {' '.join(map(str, grid.seeds))} ({SEED_NOTES[grid.seed_set]})")
     jobs = grid.jobs(args, extra)
-    done = _run(jobs, out, args.jobs)
+    done = _run(jobs, out, args.jobs, args.keep_runs)
+    if args.keep_runs:
+        runs = short_path(out / RUNS)
+        print(f"every run's directory: {runs} ({program('tensorboard')} --logdir {runs})")
     pairs = [(job, done[job.key]) for job in jobs]
     rows = make_rows(pairs)
     print_table(rows)

@@ -300,3 +300,23 @@ def test_quick_run_of_a_noisy_teacher(short_tmp: Path) -> None:
     figures = parse_figures(lines[-1])
     assert (figures["labels"], figures["mistake"], figures["seed_set"]) == ("20", "0.1", "report")
     assert math.isfinite(float(figures["ratio_Hopper"]))
+
+
+def test_keep_runs_keeps_each_runs_directory_under_its_key(bench, tmp_path: Path) -> None:
+    keep = tmp_path / "runs"
+    job = bench.Job("Hopper-v5", "rlhf", 1, 2048, 10)
+    stale = keep / job.key
+    stale.mkdir(parents=True)  # an interrupted grid's run: its result was never saved
+    (stale / "config.json").write_text("{}")
+    result = bench._train(job, keep)
+    run = keep / job.key
+    assert (run / "summary.json").is_file() and any((run / "tb").iterdir())
+    assert (run / "labels.sqlite").is_file()
+    assert json.loads((run / "config.json").read_text())["seed"] == 1  # the stale one is gone
+    assert result.labels > 0 and result.curve
+
+
+def test_without_keep_runs_nothing_is_left(bench, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(bench.tempfile, "tempdir", str(tmp_path))
+    bench._train(bench.Job("Hopper-v5", "ppo", 1, 2048, 0))
+    assert list(tmp_path.iterdir()) == []
