@@ -84,8 +84,8 @@ class RewardConfig:
     round: the teacher on what the agent does now) that the reward already orders right is
     logged as reward/fresh_accuracy. Below this share, on at least 10 new labels, the members
     start the round from new weights instead of the last round's: a reward that misorders the
-    agent's own behaviour is fitted again from scratch rather than patched. 0: never
-    (measured: docs/results/few-labels.md)."""
+    agent's own behaviour is fitted again from scratch rather than patched. 0: never (measured,
+    and not kept: docs/results/few-labels.md)."""
 
     def validate(self, check: Check = check_setting) -> None:
         at_least(check, "reward_model.ensemble_size", self.ensemble_size, 1, 100)
