@@ -284,12 +284,11 @@ import { noteStatus, refreshAgentView, renderLabellers, startAgentView } from ".
 
   // -- status --------------------------------------------------------------------------------------
   // Each poll also reports this page's outbox, so the server knows when it may stop at the end,
-  // and the pairs on screen and queued, so their leases last while a person watches them.
+  // and the pair on screen, so its lease lasts while a person watches it. Only that one: a pair
+  // queued behind it that nobody is looking at goes to another labeller when its lease runs out.
   async function pollStatus() {
     clearTimeout(timers.status);
-    const shown = state.current ? [state.current.pair_id] : [];
-    for (const p of state.upcoming) shown.push(p.pair_id);
-    const held = shown.length ? "&held=" + shown.slice(0, MAX_EXCLUDE).join(",") : "";
+    const held = state.current ? "&held=" + state.current.pair_id : "";
     const report = "?outbox=" + state.outbox.length + (state.ended ? "&ended=1" : "") + held;
     try {
       const res = await api("GET", "/api/status" + report);
