@@ -47,6 +47,13 @@ def arms(env_id: str, quick: bool) -> dict[str, RewardConfig]:
     every = dataclasses.replace(base, val_fraction=0.0, min_epoch_steps=32, max_epochs=epochs)
     return {
         "defaults": base,
+        # the general default, and HalfCheetah's and Walker2d's preset
+        "one pass an epoch, random": dataclasses.replace(
+            base, min_epoch_steps=1, output_init="random"
+        ),
+        "32 steps an epoch, flat": dataclasses.replace(
+            base, min_epoch_steps=32, output_init="zero"
+        ),
         "every label, no early stop": every,
         "linear, every label": dataclasses.replace(every, hidden_sizes=()),
     }
@@ -178,9 +185,16 @@ def main() -> None:
     n = budgets[0]
     default, every = headline[f"defaults@{n}"], headline[f"every label, no early stop@{n}"]
     linear = headline[f"linear, every label@{n}"]
+    one_pass, flat = (
+        headline[f"one pass an epoch, random@{n}"],
+        headline[f"32 steps an epoch, flat@{n}"],
+    )
     print(
-        f"ratio_acc_every={every / default:.2f} ratio_acc_linear={linear / default:.2f}"
-        f" defaults_acc={default:.3f} every_acc={every:.3f} linear_acc={linear:.3f}"
+        f"ratio_acc_flat_vs_one_pass={flat / one_pass:.2f}"
+        f" ratio_acc_every={every / default:.2f} ratio_acc_linear={linear / default:.2f}"
+        f" defaults_acc={default:.3f} one_pass_acc={one_pass:.3f} flat_acc={flat:.3f}"
+        f" every_acc={every:.3f}"
+        f" linear_acc={linear:.3f}"
         f" labels={n} seeds={seeds} env={args.env_id}"
     )
 

@@ -59,6 +59,18 @@ def test_walker2d_reward_members_start_flat_and_train_longer(
         assert line.startswith("Walker2d preset: --reward-model.min-epoch-steps 32")
 
 
+def test_halfcheetah_reward_members_start_flat_and_train_longer_too() -> None:
+    cfg, line = with_preset(Config(env_id="HalfCheetah-v5"))
+    assert (cfg.reward_model.min_epoch_steps, cfg.reward_model.output_init) == (32, "zero")
+    assert line is not None and line.startswith("HalfCheetah preset: --reward-model.min-epoch")
+    ppo, line = with_preset(Config(env_id="HalfCheetah-v5", reward="env"))
+    assert (ppo.reward_model.min_epoch_steps, ppo.reward_model.output_init, line) == (
+        1,
+        "random",
+        None,
+    )  # the true-reward baseline has no reward to learn and nothing to say
+
+
 @pytest.mark.parametrize(
     ("overrides", "margin"),
     [
