@@ -47,7 +47,7 @@ def arms(env_id: str, quick: bool) -> dict[str, RewardConfig]:
     every = dataclasses.replace(base, val_fraction=0.0, min_epoch_steps=32, max_epochs=epochs)
     return {
         "defaults": base,
-        # the general default, and HalfCheetah's and Walker2d's preset
+        # the general default, then HalfCheetah's and Walker2d's preset, on every env
         "one pass an epoch, random": dataclasses.replace(
             base, min_epoch_steps=1, output_init="random"
         ),

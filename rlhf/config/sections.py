@@ -40,15 +40,15 @@ class RewardConfig:
     min_epoch_steps: Annotated[int | None, tyro.conf.arg(metavar="INT")] = None
     """Gradient steps an epoch makes at least: with few labels it passes over them several
     times, so early stopping does not end a first round near chance (140 training labels are 3
-    steps a pass). Default: the env's preset (32 on Walker2d; rlhf/config/presets.py), else 1 (one
-    pass per epoch)."""
+    steps a pass). Default: the env's preset (32 on HalfCheetah and Walker2d;
+    rlhf/config/presets.py), else 1 (one pass per epoch)."""
     output_init: Annotated[
         Literal["random", "zero"] | None, tyro.conf.arg(metavar="{random,zero}")
     ] = None
     """How each member's output layer starts. zero: an untrained member predicts 0 (every pair a
     tie), so a round that stops early leaves a flat reward instead of a random one, and those
-    ties do not compete in early stopping. Default: the env's preset (zero on Walker2d), else
-    random (PyTorch's default)."""
+    ties do not compete in early stopping. Default: the env's preset (zero on HalfCheetah and
+    Walker2d), else random (PyTorch's default)."""
     label_noise: float = 0.1
     """Share of answers the reward model assumes were given at random (a person gets about one
     in ten wrong): P(left) = (1 - e) sigmoid(R_left - R_right) + e/2 (Christiano et al. 2017), so
