@@ -18,6 +18,7 @@ import pytest
 from rlhf.config import Config, TeacherConfig
 from rlhf.sweep.spec import SpecError
 from tests.bench.test_benchmarks import TIMEOUT_S, parse_figures, run_quick
+from tests.support.workers import RAY
 
 BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench_rlhf.py"
 HAS_TARGET = "target" in {f.name for f in fields(TeacherConfig)}
@@ -289,6 +290,7 @@ def test_a_target_is_a_task_of_its_own(bench, tmp_path, monkeypatch, capsys) -> 
 
 @pytest.mark.slow
 @pytest.mark.timeout(TIMEOUT_S + 30)
+@RAY
 def test_quick_run_of_a_noisy_teacher(short_tmp: Path) -> None:
     pytest.importorskip("ray", reason="needs ray (pip install -e '.[bench]')")
     lines = run_quick(BENCH, short_tmp, "--mistake", "0.1", "--labels", "20")

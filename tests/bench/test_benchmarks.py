@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.workers import RAY
+
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 BENCHES = sorted(SCRIPTS.glob("bench_*.py"))
 TIMEOUT_S = 240
@@ -61,6 +63,8 @@ NEEDS: dict[str, Callable[[], None]] = {
     "bench_web": _browser,
 }
 """Bench -> a check that skips it when an optional package it needs is missing here."""
+ON_RAY = {"bench_pebble", "bench_ppo", "bench_rlhf", "bench_sweep"}
+"""Benches that start a local Ray: one test worker runs them (see ``tests/conftest.py``)."""
 
 
 def parse_figures(line: str) -> dict[str, str]:
@@ -128,7 +132,10 @@ def run_quick(script: Path, tmp: Path, *flags: str) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(TIMEOUT_S + 30)
-@pytest.mark.parametrize("script", BENCHES, ids=[p.stem for p in BENCHES])
+@pytest.mark.parametrize(
+    "script",
+    [pytest.param(p, marks=[RAY] if p.stem in ON_RAY else [], id=p.stem) for p in BENCHES],
+)
 def test_quick_run_ends_with_its_headline_figures(script: Path, short_tmp: Path) -> None:
     NEEDS.get(script.stem, lambda: None)()
     lines = run_quick(script, short_tmp)

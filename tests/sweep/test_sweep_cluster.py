@@ -21,10 +21,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.workers import RAY
+
 pytest.importorskip("ray")
 
 from tests.sweep.test_sweep_ray import ROOT
 from tests.sweep.test_sweep_ray import SPEC as TOY_SPEC
+
+pytestmark = RAY
 
 # test_sweep_ray's toy grid, one seed: two cells of 512 steps.
 SPEC = TOY_SPEC.format(steps=512).replace("seeds = [1, 2]", "seeds = [1]")

@@ -19,9 +19,12 @@ from rlhf.sweep.driver import prepare, run_sweep
 from rlhf.sweep.spec import SpecError
 from rlhf.sweep.worker import Action, plan
 from tests.support.toy_env import ENV_ID
+from tests.support.workers import RAY
 from tests.sweep.envs import DIE_MARKER, DIES_ONCE, FAIL_AT, RAISES, SLOW
 
 pytest.importorskip("ray")
+
+pytestmark = RAY
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = """

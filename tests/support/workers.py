@@ -1,0 +1,10 @@
+"""How the suite shares the machine when scripts/test.sh runs it on several workers (xdist)."""
+
+from __future__ import annotations
+
+import pytest
+
+RAY = pytest.mark.xdist_group("ray")
+"""Tests that start a Ray (a local one, a head node, or a bench's): one test worker runs them
+all, one after another (``--dist loadgroup``). Ray runs its workers at nice 15, so a Ray test
+beside two busy test processes gets next to no CPU: measured, a 20 s test took 320 s."""
