@@ -17,7 +17,7 @@ import pytest
 
 from rlhf.config import Config, TeacherConfig
 from rlhf.sweep.spec import SpecError
-from tests.bench.test_benchmarks import TIMEOUT_S, parse_figures, run_quick
+from tests.bench.test_benchmarks import TIMEOUT_S, check_headline, parse_figures, run_quick
 from tests.support.workers import RAY
 
 BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench_rlhf.py"
@@ -299,7 +299,7 @@ def test_quick_run_of_a_noisy_teacher(short_tmp: Path) -> None:
     assert " 20 labels, 10% wrong " in row
     *_, used, wall = row.split()
     assert 0 < int(used) <= 20 and float(wall) > 0  # what RLHF used, its wall time
-    figures = parse_figures(lines[-1])
+    figures = check_headline(BENCH, lines)  # bench_rlhf's --quick smoke check (ELSEWHERE)
     assert (figures["labels"], figures["mistake"], figures["seed_set"]) == ("20", "0.1", "report")
     assert math.isfinite(float(figures["ratio_Hopper"]))
 
