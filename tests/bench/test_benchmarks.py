@@ -67,7 +67,7 @@ ELSEWHERE = {"bench_rlhf": "tests/bench/test_bench_rlhf.py::test_quick_run_of_a_
 """Benches whose --quick run a test of their own makes, with these checks and more (each --quick
 run is a minute of the suite)."""
 ON_RAY = {"bench_pebble", "bench_ppo", "bench_rlhf", "bench_sweep"}
-"""Benches that start a local Ray: one test worker runs them (see ``tests/conftest.py``)."""
+"""Benches that start a local Ray: one test worker runs them (``tests/support/workers.py``)."""
 
 
 def parse_figures(line: str) -> dict[str, str]:

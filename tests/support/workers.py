@@ -7,4 +7,4 @@ import pytest
 RAY = pytest.mark.xdist_group("ray")
 """Tests that start a Ray (a local one, a head node, or a bench's): one test worker runs them
 all, one after another (``--dist loadgroup``). Ray runs its workers at nice 15, so a Ray test
-beside two busy test processes gets next to no CPU: measured, a 20 s test took 320 s."""
+beside two busy processes gets next to no CPU: measured, an 18 s sweep test took 315 s."""
