@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from flask.testing import FlaskClient
 from rlhf.core.types import Pair
 from rlhf.store import VIDEO_READY, LabelStore
 from tests.support.segments import random_segment
+from tests.support.workers import RAY
 
 torch.set_num_threads(1)
 
@@ -42,6 +45,27 @@ def learning_seed(request: pytest.FixtureRequest) -> Callable[[int], int]:
 def rng(learning_seed: Callable[[int], int]) -> np.random.Generator:
     """A seeded generator, so every random test input is reproducible (``--learning-seed`` too)."""
     return np.random.default_rng(learning_seed(0))
+
+
+@pytest.fixture(autouse=True)
+def _ray_only_where_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """A test that starts a Ray without ``tests.support.workers.RAY`` fails, and says so.
+
+    Unmarked, it would still pass, only minutes slower beside a busy test worker (see RAY). Ray
+    puts a local session under ``$RAY_TMPDIR``, which subprocesses (the benches) inherit too; so
+    each unmarked test gets a fresh, short one (Ray's socket paths must stay under ~107 chars),
+    which must still be empty when the test ends.
+    """
+    if RAY.mark in request.node.iter_markers(RAY.mark.name):
+        yield
+        return
+    ray_dir = Path(tempfile.mkdtemp(prefix="rlhf-noray-"))
+    monkeypatch.setenv("RAY_TMPDIR", str(ray_dir))
+    yield
+    started = any(ray_dir.iterdir())
+    shutil.rmtree(ray_dir, ignore_errors=True)
+    if started:
+        pytest.fail("this test starts a Ray: mark it with tests.support.workers.RAY", False)
 
 
 # -- web fixtures (labelling server) ---------------------------------------------------------------
