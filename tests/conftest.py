@@ -48,7 +48,9 @@ def rng(learning_seed: Callable[[int], int]) -> np.random.Generator:
 
 
 @pytest.fixture(autouse=True)
-def _ray_only_where_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+def _ray_only_where_marked(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     """A test that starts a Ray without ``tests.support.workers.RAY`` fails, and says so.
 
     Unmarked, it would still pass, only minutes slower beside a busy test worker (see RAY). Ray
@@ -65,7 +67,7 @@ def _ray_only_where_marked(request: pytest.FixtureRequest, monkeypatch: pytest.M
     started = any(ray_dir.iterdir())
     shutil.rmtree(ray_dir, ignore_errors=True)
     if started:
-        pytest.fail("this test starts a Ray: mark it with tests.support.workers.RAY", False)
+        pytest.fail("this test starts a Ray: mark it with tests.support.workers.RAY", pytrace=False)
 
 
 # -- web fixtures (labelling server) ---------------------------------------------------------------
