@@ -9,6 +9,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+# Ray starts its workers at nice 15, so the suite's Ray tests (one xdist worker runs them all,
+# tests/support/workers.py) got next to no CPU beside the other worker's tests and set the
+# suite's length. At nice 0 they share the machine evenly; Ray reads RAY_<setting> at start.
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 import numpy as np
 import pytest
