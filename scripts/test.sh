@@ -28,10 +28,9 @@ if [ "$#" -eq 0 ]; then
     RLHF_VENV="$DMC_VENV" bash "$ROOT/scripts/setup.sh" test,dmc
     RLHF_REQUIRE_DMC=1 "$DMC_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/envs/test_dmc.py
 fi
-# One test process per CPU and one more (pytest-xdist): the suite took 21 minutes on 2 cores in one
-# process; many tests wait on a child, a server or a browser, and with one process per CPU over
-# a quarter of the CPU time went unused (2 cores: 764 s with 2 processes, 650 s with 3). Tests that
-# start a Ray share one of them (tests/support/workers.py). RLHF_TEST_WORKERS=0 runs every test
-# in this process, in file order (for a debugger, or -x on the first failure in order).
-WORKERS="${RLHF_TEST_WORKERS:-$(($(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN) + 1))}"
-exec "$ROOT/.venv/bin/python" -m pytest -n "$WORKERS" --dist loadgroup "$@"
+# One test process per CPU (pytest-xdist): the suite took 21 minutes on 2 cores in one process.
+# One more process than CPUs measured faster on a quiet machine (2 cores: 650 s against 764 s)
+# but a browser test failed on its timing once in two clean-clone runs with 3; not adopted.
+# Tests that start a Ray share one of them (tests/support/workers.py). RLHF_TEST_WORKERS=0 runs
+# every test in this process, in file order (for a debugger, or -x on the first failure in order).
+exec "$ROOT/.venv/bin/python" -m pytest -n "${RLHF_TEST_WORKERS:-logical}" --dist loadgroup "$@"

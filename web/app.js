@@ -65,6 +65,7 @@ import { noteStatus, refreshAgentView, renderLabellers, startAgentView } from ".
     failed: new Set(), // pair ids whose video failed to load
     denied: null,
     labelsDone: null,
+    answersSeen: 0, // answers and undos the server has confirmed (a status asked before is stale)
     requested: null,
     total: null,
     rate: 1, // set by the player: the labeller's last choice
@@ -252,6 +253,7 @@ import { noteStatus, refreshAgentView, renderLabellers, startAgentView } from ".
     const id = op.pair.pair_id;
     if (res.ok) {
       if (typeof res.data.labels_done === "number") state.labelsDone = res.data.labels_done;
+      state.answersSeen += 1;
       const said = op.grade !== undefined ? gradeText(op) : ANSWER_TEXT[op.answer];
       toast("Saved #" + id + ": " + said + " \u2713");
       statusSoon();
@@ -271,6 +273,7 @@ import { noteStatus, refreshAgentView, renderLabellers, startAgentView } from ".
       renderProgress();
     } else if (res.ok && res.data.pair) {
       if (typeof res.data.labels_done === "number") state.labelsDone = res.data.labels_done;
+      state.answersSeen += 1;
       bringBack(res.data.pair);
       toast("Undone: pair #" + res.data.pair.pair_id + " is back", "info");
       statusSoon();
@@ -290,6 +293,7 @@ import { noteStatus, refreshAgentView, renderLabellers, startAgentView } from ".
     clearTimeout(timers.status);
     const held = state.current ? "&held=" + state.current.pair_id : "";
     const report = "?outbox=" + state.outbox.length + (state.ended ? "&ended=1" : "") + held;
+    const answersSeen = state.answersSeen;
     try {
       const res = await api("GET", "/api/status" + report);
       if (res.status === 401 || res.status === 403) return deny(res.data);
@@ -300,7 +304,8 @@ import { noteStatus, refreshAgentView, renderLabellers, startAgentView } from ".
           return;
         }
         state.serverGone = false;
-        renderStatus(res.data);
+        // A status asked before an answer was confirmed counts the labels from before it.
+        renderStatus(res.data, state.answersSeen !== answersSeen);
         if (res.data.closing) enterEnded(res.data);
         else if (res.data.ready > 0 && !state.current) fillQueue();
       }
@@ -348,9 +353,9 @@ import { noteStatus, refreshAgentView, renderLabellers, startAgentView } from ".
   const renderFinished = () => renderFinishedScreen(state);
   const ENDED = new Set(["finished", "interrupted", "crashed"]);
 
-  function renderStatus(s) {
+  function renderStatus(s, staleCount = false) {
     state.status = s;
-    state.labelsDone = s.labels_done;
+    if (!staleCount) state.labelsDone = s.labels_done;
     state.requested = s.labels_requested;
     state.total = s.total_labels;
     if (state.ended) state.ended = s; // the final figures (summary.json's) replace the first
