@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,47 @@ def test_pacing_wait_counts_down_in_the_trainers_numbers_with_an_eta(serve: Serv
         ".startsWith('The agent starts learning after 3 more labels (2 of 5 given)')",
         timeout=8000,
     )
+
+
+def test_a_status_asked_before_an_answer_was_saved_does_not_set_the_count_back(
+    serve: Server, page
+) -> None:
+    """The race a loaded CI run met: a poll leaves, the answer is saved, the poll's older count
+    comes back. The page holds the newer count until a status asked after the answer arrives."""
+    store, _, handle = serve(ready=3)
+    status = TrainerStatus(
+        Phase.WAITING, iteration=3, labels_used=0, labels_needed=3, labels_target=3
+    )
+    store.set_meta(STATUS_KEY, status.to_json())
+    page.goto(handle.url)
+    page.wait_for_function(
+        "() => document.getElementById('learning').textContent.includes('3 more labels')"
+    )
+    held = []  # each status poll, answered by the server when it was asked, not yet delivered
+
+    def hold(route) -> None:
+        held.append((route, route.fetch()))
+
+    page.route("**/api/status*", hold)
+    deadline = time.monotonic() + 10
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert held, "the page asked for no status within 10 s"
+    wait_playing(page, 1)
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        "() => document.getElementById('learning').textContent.includes('2 more labels (1 of 3')"
+    )
+    route, before = held[0]
+    assert before.json()["labels_done"] == 0
+    asked = len(held)
+    route.fulfill(response=before)  # the poll from before the answer comes back now
+    deadline = time.monotonic() + 10
+    while len(held) == asked and time.monotonic() < deadline:
+        page.wait_for_timeout(50)  # the next poll is asked only after that one was shown
+    assert len(held) > asked, "the page asked for no new status within 10 s"
+    assert "2 more labels (1 of 3 given)" in (page.text_content("#learning") or "")
+    assert page.text_content("#phase") == "waiting for 2 more labels"
+    for route, response in held[1:]:
+        route.fulfill(response=response)
+    page.unroute("**/api/status*")
