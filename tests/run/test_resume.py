@@ -132,12 +132,23 @@ def test_resume_after_sigkill_finishes_the_budget_with_every_label(
     assert summary.final_true_return > whole - 10, (summary, whole)
 
 
-def _wait_for_file(child: subprocess.Popen, path: Path, timeout: float) -> None:
+def _wait_for_rewrite(child: subprocess.Popen, path: Path, timeout: float) -> None:
+    """Wait until ``path`` has been written twice (each write replaces the file)."""
     deadline = time.monotonic() + timeout
-    while not path.exists():
+    first = None
+    while True:
+        try:
+            st = path.stat()
+            now = (st.st_ino, st.st_mtime_ns)
+        except FileNotFoundError:
+            now = None
+        if first is None:
+            first = now
+        elif now is not None and now != first:
+            return
         if child.poll() is not None or time.monotonic() > deadline:
             _, err = child.communicate()
-            pytest.fail(f"{path} never appeared (exit {child.returncode}): {err[-2000:]}")
+            pytest.fail(f"{path} was not written twice (exit {child.returncode}): {err[-2000:]}")
         time.sleep(0.05)
 
 
@@ -155,8 +166,9 @@ def test_stop_signal_saves_the_agent_and_a_summary_then_resume_finishes(
     root = tmp_path / "stopped"
     child = _child(args)
     try:
-        # The first checkpoint comes from inside the loop: the run is training by then.
-        _wait_for_file(child, root / "checkpoints" / "last.pt", timeout=60)
+        # A new run checkpoints before its first iteration; the second comes from inside the
+        # loop, so the run is training by then (a signal before it stops the run at step 0).
+        _wait_for_rewrite(child, root / "checkpoints" / "last.pt", timeout=60)
         child.send_signal(signum)
         _, err = child.communicate(timeout=60)
     finally:
