@@ -29,8 +29,10 @@ class RewardConfig:
     """Hidden layer widths of each member (Christiano et al. used two layers of 64 for MuJoCo)."""
     learning_rate: float = 1e-3
     """Adam learning rate of the reward models."""
-    weight_decay: float = 0.0
-    """Adam (decoupled) weight decay."""
+    weight_decay: float = 1.0
+    """AdamW's decoupled weight decay: each step shrinks the weights by learning_rate x this. A
+    few hundred answers cannot tell a feature that only came with progress in the labelled clips
+    from progress itself; the decay keeps the reward from leaning on such a feature (0: none)."""
     dropout: float = 0.0
     """Dropout probability in training (prediction always runs in eval mode)."""
     batch_size: int = 64
