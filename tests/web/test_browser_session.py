@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from rlhf.core.status import STATUS_KEY, Phase, TrainerStatus
 from rlhf.store import VIDEO_READY
-from tests.web.pages import Server, wait_playing
+from tests.web.pages import Server, wait_for, wait_playing
 
 pytestmark = pytest.mark.browser
 
@@ -117,10 +116,7 @@ def test_a_status_asked_before_an_answer_was_saved_does_not_set_the_count_back(
         held.append((route, route.fetch()))
 
     page.route("**/api/status*", hold)
-    deadline = time.monotonic() + 10
-    while not held and time.monotonic() < deadline:
-        page.wait_for_timeout(50)
-    assert held, "the page asked for no status within 10 s"
+    wait_for(page, lambda: bool(held), timeout=10)  # the page's next poll
     wait_playing(page, 1)
     page.keyboard.press("ArrowRight")
     page.wait_for_function(
@@ -130,10 +126,8 @@ def test_a_status_asked_before_an_answer_was_saved_does_not_set_the_count_back(
     assert before.json()["labels_done"] == 0
     asked = len(held)
     route.fulfill(response=before)  # the poll from before the answer comes back now
-    deadline = time.monotonic() + 10
-    while len(held) == asked and time.monotonic() < deadline:
-        page.wait_for_timeout(50)  # the next poll is asked only after that one was shown
-    assert len(held) > asked, "the page asked for no new status within 10 s"
+    # The next poll is asked only after that one was shown.
+    wait_for(page, lambda: len(held) > asked, timeout=10)
     assert "2 more labels (1 of 3 given)" in (page.text_content("#learning") or "")
     assert page.text_content("#phase") == "waiting for 2 more labels"
     for route, response in held[1:]:
