@@ -21,28 +21,33 @@ What the formulas read (gymnasium v5 models, their default settings):
   down (a front flip), so ``-w`` is the backward rotation of a backflip.
 * ``alive``: 1 while the robot is healthy by its env's own rule (Hopper: h > 0.7, |qpos[2]| < 0.2,
   every |qpos[2:]|, |qvel| < 100; Walker2d: 0.8 < h < 2, |qpos[2]| < 1; Ant: 0.2 <= h <= 1 and a
-  finite state), else 0; always 0 for HalfCheetah and Swimmer, which never fall.
-* ``ctrl = c * |clip(a, -1, 1)|^2`` with the env's default ``ctrl_cost_weight`` c (HalfCheetah
-  0.1, Hopper and Walker2d 0.001, Ant 0.5, Swimmer 0.0001), so flailing is not free. Every robot's
-  actions lie in [-1, 1] (MuJoCo clamps its controls there), so ctrl is at most ``C = c * n``
-  with n actuators: HalfCheetah 0.6, Hopper 0.003, Walker2d 0.006, Ant 4, Swimmer 0.0002.
+  finite state), else 0; always 1 for HalfCheetah and Swimmer, which never fall.
+* ``effort = 1 - 0.2 * mean(clip(a, -1, 1)^2)``: from 1 (no action) down to 0.8 (every control at
+  its bound; MuJoCo clamps the controls to [-1, 1]), so flailing is not free.
 
-Every term is clipped, so a step's reward is bounded whatever the physics does.
+**Every step pays between 0 and 1** (the shape of DeepMind Control's rewards)::
 
-**Ending must never pay.** Hopper, Walker2d and Ant end their episode when they fall, and an
-ended episode earns nothing more. A per-step reward that can be negative while the robot is up
-teaches it to fall: true-reward PPO on ``alive - min(|v - 1|, 2)`` on Walker2d, where standing
-still earns 0 and anything slower less, still fell after 94 steps (of 1000) at 300k steps;
-with the weight below it stays up for 876.
-That is why gymnasium pays these robots a healthy reward. So every target with an ``alive`` term
-weights it by ``1 + F + C``, where F is the most the target's other terms can take away in a
-step (their clips' lower bounds) and C the most ctrl can: a step alive earns at least 1 whatever
-the robot does, more than ending. On a healthy robot this adds a constant, so what the target
-asks for, the best state and the order of any two, does not move; HalfCheetah and Swimmer never
-fall (``alive`` is 0), so their rewards are the behaviour's terms alone. ``backflip`` has no
-``alive`` term: a flip leaves the healthy range (Hopper's pitch must stay within 0.2 rad), so
-weighting it would pay the robot not to flip; it is taught with ``--terminations
-fixed-horizon``, where no episode ends early and so ending cannot pay.
+    reward = alive * (1 + 4 * m) / 5 * effort
+
+where ``m`` in [0, 1] is how well the step matches the behaviour (1: exactly what is asked; each
+target's ``match`` below). So a 1,000-step episode's return is at most 1,000, and the return
+reads as the number of steps of the perfect behaviour. Two things hold by construction:
+
+* **Ending never pays.** Hopper, Walker2d and Ant end their episode when they fall, and an ended
+  episode earns nothing more; a step alive earns at least 0.2 x 0.8 = 0.16. (A reward that can
+  be negative while the robot is up teaches it to fall: true-reward PPO on Walker2d's first
+  ``speed``, ``alive - min(|v - 1|, 2)``, fell after 94 steps of 1,000.)
+* **Staying alive is not the behaviour.** ``m`` has long tails (``near``, ``at_least``), so a
+  step far from the behaviour still says which way is better, but a robot that only stays up
+  (m about 0.2) earns about 0.36 a step, a third of the behaviour's best. The catalogue before
+  this one paid ``(1 + F + C) * alive`` (F, C: the most the behaviour's terms and the control
+  cost could take away in a step) plus unbounded behaviour terms; on Hopper ``backward`` that
+  was 11 a step for standing, and true-reward PPO learned exactly that
+  (docs/results/few-labels.md).
+
+``backflip`` has no ``alive``: a flip leaves the healthy range (Hopper's pitch must stay within
+0.2 rad), so it would pay the robot not to flip; it is taught with ``--terminations
+fixed-horizon``, where no episode ends early.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ TargetFn = Callable[..., np.ndarray]
 
 
 def _never_falls(qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
-    return np.zeros(len(qpos))
+    return np.ones(len(qpos))
 
 
 def _hopper_alive(qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
@@ -91,73 +96,86 @@ class Body:
     """Added to ``qpos[height]`` to give the torso height above the ground (m)."""
     stand: float
     """Torso height of the reset pose (m)."""
-    ctrl_weight: float
-    """The env's default ``ctrl_cost_weight``."""
-    actuators: int
-    """How many controls an action has (each in [-1, 1])."""
     alive: Callable[[np.ndarray, np.ndarray], np.ndarray]
-    """1.0 per row while healthy by the env's rule, else 0.0 (0.0 always for a robot that never
+    """1.0 per row while healthy by the env's rule, else 0.0 (1.0 always for a robot that never
     falls)."""
     speed: float = 1.0
-    """The ``speed`` target's v* (m/s)."""
+    """v*, the robot's speed scale (m/s): ``speed``'s target, the pace at which ``backward``,
+    ``hop`` and ``crawl`` pay in full. Swimmer's is 0.1: true-reward PPO swims at about 0.05
+    m/s after 1M steps of its env's reward."""
     low: float = 0.0
-    """The ``crawl`` target's highest torso height without a penalty (m)."""
+    """The ``crawl`` target's highest torso height that pays in full (m)."""
 
     def h(self, qpos: np.ndarray) -> np.ndarray:
         return qpos[:, self.height] + self.height_offset
 
-    def ctrl(self, action: np.ndarray) -> np.ndarray:
-        # MuJoCo clamps the controls to [-1, 1], so that is the robot's effort; clipping also
-        # bounds ctrl by ctrl_most, which the alive weight relies on.
-        return self.ctrl_weight * np.sum(np.square(np.clip(action, -1.0, 1.0)), axis=1)
-
-    @property
-    def ctrl_most(self) -> float:
-        """C: the most ``ctrl`` takes in a step."""
-        return self.ctrl_weight * self.actuators
-
 
 BODIES: dict[str, Body] = {
-    "HalfCheetah": Body(1, 0.7, 0.7, 0.1, 6, _never_falls, low=0.55),
-    "Hopper": Body(1, 0.0, 1.25, 1e-3, 3, _hopper_alive),
-    "Walker2d": Body(1, 0.0, 1.25, 1e-3, 6, _walker_alive, low=1.0),
-    "Ant": Body(2, 0.0, 0.75, 0.5, 8, _ant_alive, low=0.45),
-    "Swimmer": Body(0, 0.0, 0.0, 1e-4, 2, _never_falls, speed=0.3),
+    "HalfCheetah": Body(1, 0.7, 0.7, _never_falls, low=0.55),
+    "Hopper": Body(1, 0.0, 1.25, _hopper_alive),
+    "Walker2d": Body(1, 0.0, 1.25, _walker_alive, low=1.0),
+    "Ant": Body(2, 0.0, 0.75, _ant_alive, low=0.45),
+    "Swimmer": Body(0, 0.0, 0.0, _never_falls, speed=0.1),
 }
 """By env family (:func:`rlhf.config.presets.family`)."""
 
+RISE = 0.2
+"""``jump`` pays in full this far (m) above the standing height."""
+LOW_SCALE = 0.1
+"""``crawl``'s height term halves this far (m) above the low height."""
+TURN = 2 * np.pi
+"""``backflip`` pays in full at this pitch rate (rad/s): a turn a second."""
 
-# A behaviour's terms, without alive and ctrl: (body, qpos, qvel) -> (B,). obs, next_obs and the
-# action are not needed by any of them.
-Term = Callable[[Body, np.ndarray, np.ndarray], np.ndarray]
+
+def effort(action: np.ndarray) -> np.ndarray:
+    """1 - 0.2 x the mean squared control (clipped to [-1, 1] as MuJoCo clamps it): in [0.8, 1]."""
+    return 1.0 - 0.2 * np.mean(np.square(np.clip(action, -1.0, 1.0)), axis=1)
+
+
+def near(x: np.ndarray, s: float) -> np.ndarray:
+    """1 at x = 0, 1/2 at |x| = s, then a long tail (1/5 at 2s, 1/10 at 3s): a step far from the
+    behaviour still shows which way is better, so the first labels, on random behaviour, can
+    teach something (DeepMind Control's tolerance rewards have such tails for the same reason)."""
+    return 1.0 / (1.0 + np.square(x / s))
+
+
+def at_least(x: np.ndarray, s: float) -> np.ndarray:
+    """1 from x = s on; below it ``near``'s tail, halving at s/2 (1/5 at x = 0)."""
+    return near(np.minimum(x - s, 0.0), s / 2)
+
+
+# How well a step matches a behaviour, in [0, 1]: (body, qpos, qvel) -> (B,). obs, next_obs and
+# the action are not needed by any of them (the action is in ``effort``).
+Match = Callable[[Body, np.ndarray, np.ndarray], np.ndarray]
 
 
 def _speed(b: Body, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
-    return -np.minimum(np.abs(qvel[:, 0] - b.speed), 2.0)
+    return near(qvel[:, 0] - b.speed, b.speed / 2)
 
 
 def _backward(b: Body, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
-    return np.clip(-qvel[:, 0], -10.0, 10.0)
+    return at_least(-qvel[:, 0], b.speed)
 
 
 def _stand(b: Body, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
-    return -np.minimum(np.abs(qvel[:, 0]), 1.0)
+    return near(qvel[:, 0], b.speed / 2)
 
 
 def _hop(b: Body, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
-    return np.minimum(np.abs(qvel[:, 1]), 2.0) - np.minimum(np.abs(qvel[:, 0]), 2.0)
+    return at_least(np.abs(qvel[:, 1]), b.speed) * near(qvel[:, 0], b.speed / 2)
 
 
 def _jump(b: Body, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
-    return 10.0 * np.clip(b.h(qpos) - b.stand, -0.5, 1.0)
+    return at_least(b.h(qpos) - b.stand, RISE)
 
 
 def _backflip(b: Body, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
-    return np.clip(-qvel[:, 2], -10.0, 10.0)
+    return at_least(-qvel[:, 2], TURN)
 
 
 def _crawl(b: Body, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
-    return np.clip(qvel[:, 0], -10.0, 10.0) - 10.0 * np.clip(b.h(qpos) - b.low, 0.0, 1.0)
+    low = near(np.maximum(b.h(qpos) - b.low, 0.0), LOW_SCALE)
+    return at_least(qvel[:, 0], b.speed) * low
 
 
 @dataclass(frozen=True)
@@ -167,54 +185,52 @@ class Target:
     name: str
     about: str
     """What it asks for, in words."""
-    behaviour: str
-    """Its terms besides alive and ctrl, each with its sign (the module docstring says what each
-    symbol reads)."""
-    floor: float | None
-    """F: the most ``behaviour`` can take away in a step (its clips' lower bounds), so that
-    ``alive`` weighs ``1 + F + C``; None: no alive term (``backflip``)."""
+    match: str
+    """m, how well a step matches it in [0, 1], as a formula (the module docstring says what
+    each symbol reads; near(x, s) = 1 / (1 + (x / s)^2), at_least(x, s) = near(min(x - s, 0), s/2))."""
+    alive: bool
+    """Paid only while the robot is healthy (every target but ``backflip``)."""
     families: tuple[str, ...]
-    term: Term
+    fn: Match
 
     @property
     def formula(self) -> str:
-        """The per-step reward, with C the most ctrl takes in a step (c x the actuators)."""
-        if self.floor is None:
-            return f"{self.behaviour.removeprefix('+ ')} - ctrl"
-        return f"({1 + self.floor:g} + C) * alive {self.behaviour} - ctrl"
+        """The per-step reward in terms of m."""
+        return f"{'alive * ' if self.alive else ''}(1 + 4 * m) / 5 * effort"
 
 
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
         Target(
-            "speed", "move forward at a steady v* (1 m/s; Swimmer 0.3 m/s)",
-            "- min(abs(v - v*), 2)", 2.0,
+            "speed", "move forward at a steady v* (1 m/s; Swimmer 0.1 m/s)",
+            "near(v - v*, v*/2)", True,
             ("HalfCheetah", "Hopper", "Walker2d", "Ant", "Swimmer"), _speed,
         ),
         Target(
-            "backward", "run backwards, as fast as it can", "+ clip(-v, -10, 10)", 10.0,
+            "backward", "run backwards at v* or faster", "at_least(-v, v*)", True,
             ("HalfCheetah", "Hopper", "Walker2d", "Ant", "Swimmer"), _backward,
         ),
         Target(
-            "stand", "stay upright without travelling", "- min(abs(v), 1)", 1.0,
+            "stand", "stay upright without travelling", "near(v, v*/2)", True,
             ("Hopper", "Walker2d"), _stand,
         ),
         Target(
             "hop", "hop in place: move up and down, not along",
-            "+ min(abs(vz), 2) - min(abs(v), 2)", 2.0, ("Hopper", "Walker2d"), _hop,
+            "at_least(abs(vz), v*) * near(v, v*/2)", True, ("Hopper", "Walker2d"), _hop,
         ),
         Target(
-            "jump", "lift the torso above its standing height (0.7 m; Hopper, Walker2d 1.25 m)",
-            "+ 10 * clip(h - h_stand, -0.5, 1)", 5.0, ("HalfCheetah", "Hopper", "Walker2d"), _jump,
+            "jump", "lift the torso 0.2 m above its standing height (0.7 m; Hopper, Walker2d "
+            "1.25 m)", "at_least(h - h_stand, 0.2)", True, ("HalfCheetah", "Hopper", "Walker2d"),
+            _jump,
         ),
         Target(
-            "backflip", "rotate backwards (nose up and over)", "+ clip(-w, -10, 10)", None,
-            ("HalfCheetah", "Hopper"), _backflip,
+            "backflip", "rotate backwards (nose up and over), a turn a second",
+            "at_least(-w, 2 pi)", False, ("HalfCheetah", "Hopper"), _backflip,
         ),
         Target(
-            "crawl", "move forward with the torso low (below 0.55 m; Walker2d 1.0 m, Ant 0.45 m)",
-            "+ clip(v, -10, 10) - 10 * clip(h - h_low, 0, 1)", 20.0,
+            "crawl", "move forward at v* with the torso low (at most 0.55 m; Walker2d 1.0 m, "
+            "Ant 0.45 m)", "at_least(v, v*) * near(max(h - h_low, 0), 0.1)", True,
             ("HalfCheetah", "Walker2d", "Ant"), _crawl,
         ),
     )
@@ -255,17 +271,15 @@ def target_fn(name: str, env_id: str) -> TargetFn:
         where = "" if target is None else f" (it is for {', '.join(target.families)})"
         unknown = "unknown target" if target is None else "not a target for " + env_id
         raise ConfigError(f"{option} {name}: {unknown}{where}; choose one of: {', '.join(valid)}")
-    body, term = BODIES[family(env_id)], target.term
-    # Ending must never pay (the module docstring): a step alive earns at least 1.
-    weight = 0.0 if target.floor is None else 1.0 + target.floor + body.ctrl_most
+    body, match, alive = BODIES[family(env_id)], target.fn, target.alive
 
     def reward(
         obs: np.ndarray, action: np.ndarray, next_obs: np.ndarray, qpos: np.ndarray,
         qvel: np.ndarray,
     ) -> np.ndarray:  # fmt: skip
-        qpos, qvel = np.asarray(qpos), np.asarray(qvel)
-        behaviour = term(body, qpos, qvel) - body.ctrl(np.asarray(action, np.float64))
-        return weight * body.alive(qpos, qvel) + behaviour
+        qpos, qvel = np.asarray(qpos, np.float64), np.asarray(qvel, np.float64)
+        paid = (1.0 + 4.0 * match(body, qpos, qvel)) / 5.0 * effort(np.asarray(action, np.float64))
+        return np.where(body.alive(qpos, qvel) > 0, paid, 0.0) if alive else paid
 
     reward.__name__ = reward.__qualname__ = name
     return reward
