@@ -79,6 +79,9 @@ class Row:
     seconds: tuple[float, ...]
     """Each RLHF run's wall time."""
     val_acc: tuple[float, ...]
+    per_step: tuple[float, float] | None = None
+    """PPO's and RLHF's final return per step of the same episodes, each the mean over seeds
+    (None when a result saved before episode lengths were kept has none)."""
 
     @property
     def ratio(self) -> float:
@@ -112,9 +115,24 @@ def make_rows(pairs: Sequence[tuple[Any, Any]]) -> list[Row]:
             tuple(r.labels for _, r in mine),
             tuple(r.seconds for _, r in mine),
             tuple(r.val_accuracy for _, r in mine if r.val_accuracy is not None),
+            _per_step([ppo[task, j.seed] for j, _ in mine], [r for _, r in mine]),
         )
         for (task, teacher, mode), mine in cells.items()
     ]
+
+
+def _per_step(ppo: list[Any], rlhf: list[Any]) -> tuple[float, float] | None:
+    """Each arm's mean over seeds of final return / final episode length; None when a result
+    has no length."""
+    arms = []
+    for results in (ppo, rlhf):
+        lengths = [getattr(r, "final_length", None) for r in results]
+        if any(n is None or n <= 0 for n in lengths):
+            return None
+        arms.append(
+            statistics.mean(r.final_return / n for r, n in zip(results, lengths, strict=True))
+        )
+    return arms[0], arms[1]
 
 
 def _spread(values: Sequence[float], fmt: str) -> str:
@@ -132,19 +150,22 @@ def _mean_std(values: Sequence[float]) -> str:
 def print_table(rows: list[Row]) -> None:
     """One row per (task, teacher): final return of PPO (on the same reward) and of RLHF, mean ±
     std over seeds; the ratio of the means and the lowest seed's; RLHF's held-out accuracy
-    (ratings runs have no held-out pairs: nan), the labels it used and its wall time."""
+    (ratings runs have no held-out pairs: nan), the labels it used and its wall time; each
+    arm's return per step of its final episodes (``-`` for results saved without lengths)."""
     tw = max([26] + [len(r.teacher.text(r.mode)) for r in rows])
     kw = max([24] + [len(r.task.text) for r in rows])
     print(
         f"\n{'task':{kw}} {'teacher':{tw}} {'PPO (same reward)':>17} {'RLHF':>15}"
-        f" {'ratio':>6} {'min':>6} {'val acc':>7} {'labels used':>14}  RLHF wall s"
+        f" {'ratio':>6} {'min':>6} {'val acc':>7} {'labels used':>14}  {'RLHF wall s':<15}"
+        "  per step, PPO / RLHF"
     )
     for row in rows:
         acc = statistics.mean(row.val_acc) if row.val_acc else float("nan")
         print(
             f"{row.task.text:{kw}} {row.teacher.text(row.mode):{tw}} {_mean_std(row.ppo):>17}"
             f" {_mean_std(row.rlhf):>15} {row.ratio:>6.2f} {row.min_ratio:>6.2f} {acc:>7.2f}"
-            f" {_spread(row.labels, '.0f'):>14}  {_spread(row.seconds, '.0f')}"
+            f" {_spread(row.labels, '.0f'):>14}  {_spread(row.seconds, '.0f'):<15}"
+            f"  {'-' if row.per_step is None else '{:.2f} / {:.2f}'.format(*row.per_step)}"
         )
 
 

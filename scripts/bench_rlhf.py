@@ -19,7 +19,9 @@ learning curves (one panel per task, one curve per teacher), and prints the head
 the last line.
 
 "Final" return: the mean true return of the episodes that end in the last 10% of the run's steps
-(the standard env's return, or the target's, whatever the run trains on).
+(the standard env's return, or the target's, whatever the run trains on). On a robot whose
+episodes end when it falls the return also grows with how long it stays up, so the table gives
+each arm's return per step of those episodes beside it (``per step``: what it earns while up).
 
     .venv/bin/python scripts/bench_rlhf.py                                   # HalfCheetah, 300k
     .venv/bin/python scripts/bench_rlhf.py --steps 1000000 --env-id HalfCheetah-v5 Hopper-v5 \\
@@ -283,6 +285,9 @@ class Result:
     """Labels its reward was fitted on (summary.json's labels_used; PPO: 0)."""
     val_accuracy: float | None
     curve: list[tuple[int, float]]
+    final_length: float | None = None
+    """The mean length of the same episodes as ``final_return`` (None in results saved before
+    it was kept)."""
 
     @property
     def sps(self) -> float:
@@ -325,12 +330,16 @@ def _train(job: Job, keep: Path | None = None) -> Result:
             ),
         )
         summary = run(with_settings(cfg, job.run_settings))
-        curve = list(read_curve(Path(runs) / cfg.run_name / "tb"))
+        tb = Path(runs) / cfg.run_name / "tb"
+        curve = list(read_curve(tb))
+        lengths = read_curve(tb, "charts/episodic_length")
     tail = [ret for step, ret in curve if step > 0.9 * job.steps]
     final = float(np.mean(tail)) if tail else summary.final_true_return or float("nan")
+    steps = [n for step, n in lengths if step > 0.9 * job.steps]
     return Result(
-        job, summary.wall_seconds, final, summary.labels_used, summary.reward_val_accuracy, curve
-    )
+        job, summary.wall_seconds, final, summary.labels_used, summary.reward_val_accuracy, curve,
+        float(np.mean(steps)) if steps else None,
+    )  # fmt: skip
 
 
 @contextmanager

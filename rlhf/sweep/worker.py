@@ -157,17 +157,18 @@ def read_result(cell: Cell, error: str | None = None, ran: bool = True) -> CellR
     )
 
 
-def read_curve(tb_dir: Path) -> tuple[tuple[int, float], ...]:
-    """(step, value) of ``charts/episodic_return`` in a run's TensorBoard directory."""
+def read_curve(tb_dir: Path, tag: str = "charts/episodic_return") -> tuple[tuple[int, float], ...]:
+    """(step, value) of ``tag`` (default: the episodes' returns) in a run's TensorBoard
+    directory."""
     if not tb_dir.is_dir():
         return ()
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0})
     events.Reload()
-    if "charts/episodic_return" not in events.Tags().get("scalars", []):
+    if tag not in events.Tags().get("scalars", []):
         return ()
-    return tuple((e.step, e.value) for e in events.Scalars("charts/episodic_return"))
+    return tuple((e.step, e.value) for e in events.Scalars(tag))
 
 
 def one_line(exc: BaseException, limit: int = 300) -> str:

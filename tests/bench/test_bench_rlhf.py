@@ -175,7 +175,8 @@ def test_the_target_reaches_the_config_of_the_run(bench) -> None:
 def _cached(bench, argv: list[str], out: Path) -> list:
     """Results of every job of ``argv``'s grid saved in ``out`` (none run): PPO ends at 100 x
     (seed - 100); RLHF at PPO's x labels / 100, halved with mistakes, 10% more on the second
-    seed; it used its labels less (seed - 101) and took 10 x (seed - 100) s."""
+    seed; it used its labels less (seed - 101) and took 10 x (seed - 100) s. Episodes: PPO's
+    200 steps long, RLHF's 100."""
     args = bench._parser().parse_args(argv)
     jobs = bench._grid(args).jobs(args, ())
     for job in jobs:
@@ -185,7 +186,8 @@ def _cached(bench, argv: list[str], out: Path) -> list:
             final *= job.labels / 100 * half * (1 + 0.1 * (job.seed - 101))
         used = max(job.labels - (job.seed - 101), 0)
         curve = [(1000, final / 2), (20_000, final)]
-        result = bench.Result(job, 10.0 * (job.seed - 100), final, used, 0.8, curve)
+        length = 200.0 if job.mode == "ppo" else 100.0  # RLHF's episodes end sooner
+        result = bench.Result(job, 10.0 * (job.seed - 100), final, used, 0.8, curve, length)
         (out / f"{job.key}.json").write_text(json.dumps(bench.asdict(result)))
     return jobs
 
@@ -212,9 +214,10 @@ def test_one_row_per_teacher_beside_one_ppo_run(bench, tmp_path, monkeypatch, ca
         "100 labels, 10% wrong",
     ]
     # PPO 100 and 200: 150 ± 71. RLHF 50 and 110: 80 ± 42, ratio 80 / 150, the lower seed's 0.5;
-    # labels used 100 and 99; wall time 10 and 20 s.
+    # labels used 100 and 99; wall time 10 and 20 s; per step (100 / 200 and 200 / 200 against
+    # 50 / 100 and 110 / 100): 0.75 and 0.80.
     shown = " ".join(rows["100 labels, 10% wrong"].split()[5:])
-    assert shown == "150 ± 71 80 ± 42 0.53 0.50 0.80 100 (99-100) 15 (10-20)"
+    assert shown == "150 ± 71 80 ± 42 0.53 0.50 0.80 100 (99-100) 15 (10-20) 0.75 / 0.80"
     assert all(" 150 ± 71 " in row for row in rows.values())
     figures = parse_figures(lines[-1])
     assert figures["ratio_Hopper_100l_m0.1"] == "0.53"
@@ -258,6 +261,8 @@ def test_results_saved_before_teachers_are_read(bench, tmp_path, monkeypatch, ca
     lines = _main(bench, monkeypatch, capsys, argv)
     assert lines[1].startswith("2 runs already in ")
     assert parse_figures(lines[-1])["ratio_Hopper"] == "0.75"
+    (row,) = [line for line in lines if line.startswith("Hopper-v5")]
+    assert row.endswith(" -")  # no episode lengths were kept then: no figure per step
 
 
 def test_a_target_is_a_task_of_its_own(bench, tmp_path, monkeypatch, capsys) -> None:
@@ -297,8 +302,9 @@ def test_quick_run_of_a_noisy_teacher(short_tmp: Path) -> None:
     assert lines[0].startswith("seeds: 101 ")
     (row,) = [line for line in lines if line.startswith("Hopper-v5")]
     assert " 20 labels, 10% wrong " in row
-    *_, used, wall = row.split()
+    *_, used, wall, ppo, slash, rlhf = row.split()
     assert 0 < int(used) <= 20 and float(wall) > 0  # what RLHF used, its wall time
+    assert slash == "/" and float(ppo) > 0 and float(rlhf) > 0  # per step: Hopper pays to stand
     figures = check_headline(BENCH, lines)  # bench_rlhf's --quick smoke check (ELSEWHERE)
     assert (figures["labels"], figures["mistake"], figures["seed_set"]) == ("20", "0.1", "report")
     assert math.isfinite(float(figures["ratio_Hopper"]))
