@@ -65,7 +65,7 @@ from rlhf.core.shell import program, short_path
 from rlhf.sweep import run_jobs
 from rlhf.sweep.grid import cell_name
 from rlhf.sweep.spec import SpecError, key_name, nested, settings_from_flags
-from rlhf.sweep.worker import read_curve
+from rlhf.sweep.worker import read_scalars
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("ppo", "rlhf")
@@ -331,8 +331,8 @@ def _train(job: Job, keep: Path | None = None) -> Result:
         )
         summary = run(with_settings(cfg, job.run_settings))
         tb = Path(runs) / cfg.run_name / "tb"
-        curve = list(read_curve(tb))
-        lengths = read_curve(tb, "charts/episodic_length")
+        read = read_scalars(tb, "charts/episodic_return", "charts/episodic_length")
+        curve, lengths = list(read["charts/episodic_return"]), read["charts/episodic_length"]
     tail = [ret for step, ret in curve if step > 0.9 * job.steps]
     final = float(np.mean(tail)) if tail else summary.final_true_return or float("nan")
     steps = [n for step, n in lengths if step > 0.9 * job.steps]

@@ -193,11 +193,6 @@ class Target:
     families: tuple[str, ...]
     fn: Match
 
-    @property
-    def formula(self) -> str:
-        """The per-step reward in terms of m."""
-        return f"{'alive * ' if self.alive else ''}(1 + 4 * m) / 5 * effort"
-
 
 TARGETS: dict[str, Target] = {
     t.name: t

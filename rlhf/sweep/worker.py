@@ -157,18 +157,25 @@ def read_result(cell: Cell, error: str | None = None, ran: bool = True) -> CellR
     )
 
 
-def read_curve(tb_dir: Path, tag: str = "charts/episodic_return") -> tuple[tuple[int, float], ...]:
-    """(step, value) of ``tag`` (default: the episodes' returns) in a run's TensorBoard
-    directory."""
+def read_curve(tb_dir: Path) -> tuple[tuple[int, float], ...]:
+    """(step, value) of ``charts/episodic_return`` in a run's TensorBoard directory."""
+    return read_scalars(tb_dir, "charts/episodic_return")["charts/episodic_return"]
+
+
+def read_scalars(tb_dir: Path, *tags: str) -> dict[str, tuple[tuple[int, float], ...]]:
+    """(step, value) of each of ``tags`` in a run's TensorBoard directory, read once (empty for
+    a tag it does not have)."""
     if not tb_dir.is_dir():
-        return ()
+        return dict.fromkeys(tags, ())
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0})
     events.Reload()
-    if tag not in events.Tags().get("scalars", []):
-        return ()
-    return tuple((e.step, e.value) for e in events.Scalars(tag))
+    have = events.Tags().get("scalars", [])
+    return {
+        tag: tuple((e.step, e.value) for e in events.Scalars(tag)) if tag in have else ()
+        for tag in tags
+    }
 
 
 def one_line(exc: BaseException, limit: int = 300) -> str:
