@@ -60,6 +60,11 @@ import numpy as np
 from rlhf.config import ConfigError, flag
 from rlhf.config.presets import family
 
+CATALOGUE_VERSION = 2
+"""The catalogue's version, stored in the ``config.json`` of a run with a named target. 1: the
+catalogue before every step paid in [0, 1] (it paid for staying up); 2: this one. A run that
+learns from its target cannot resume on another version (:mod:`rlhf.run.run_dir`)."""
+
 TargetFn = Callable[..., np.ndarray]
 """``f(obs=, action=, next_obs=, qpos=, qvel=) -> (B,)``: a target, or a user's own function."""
 

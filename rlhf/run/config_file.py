@@ -17,6 +17,10 @@ from rlhf.config.paths import leaf_paths
 CONFIG_SCHEMA = 1
 """Version of ``config.json``'s layout, stored in it as ``config_schema``; a newer one is refused."""
 
+TARGET_CATALOGUE = "target_catalogue"
+"""The key of a run's target catalogue version (:data:`rlhf.envs.targets.CATALOGUE_VERSION`),
+stored beside ``config_schema`` when the run has a named target."""
+
 LEGACY_REQUIRED = ("env_id", "total_timesteps", "seed", "reward", "feedback", "ppo", "query")
 """What every ``config.json`` has held since the first rlhf: a file from before the schema
 (no ``config_schema``, no ``sha256``) that lacks one of these is refused. Settings added since
@@ -60,6 +64,7 @@ def checked_config(data: object) -> dict:
     if digest is not None and digest != config_digest(data):
         raise ValueError("is damaged or was edited: its content does not match its sha256")
     data.pop("config_schema", None)
+    data.pop(TARGET_CATALOGUE, None)
     if schema is None:
         missing = [key for key in LEGACY_REQUIRED if key not in data]
     else:

@@ -17,7 +17,14 @@ from rlhf.config.paths import get, leaf_paths
 from rlhf.config.presets import stored_as_it_ran
 from rlhf.core.files import remove_orphan_temps, replace_atomic
 from rlhf.core.shell import short_path
-from rlhf.run.config_file import CONFIG_SCHEMA, checked_config, config_digest, parse_json
+from rlhf.envs.targets import CATALOGUE_VERSION
+from rlhf.run.config_file import (
+    CONFIG_SCHEMA,
+    TARGET_CATALOGUE,
+    checked_config,
+    config_digest,
+    parse_json,
+)
 
 SESSION_ONLY = frozenset(
     {
@@ -148,6 +155,8 @@ def write_config(run: RunDir, cfg: Config) -> None:
     """
     body = json.loads(json.dumps(stored_dict(cfg), default=str))  # as a reader will see it
     body["config_schema"] = CONFIG_SCHEMA
+    if cfg.teacher.target is not None:
+        body[TARGET_CATALOGUE] = CATALOGUE_VERSION
     text = json.dumps({**body, "sha256": config_digest(body)}, indent=2) + "\n"
     # 0o644: mkstemp makes the file private; config.json never was.
     replace_atomic(run.config, lambda f: f.write(text.encode()), mode=0o644, suffix=".tmp.json")
@@ -194,6 +203,7 @@ def resumed_config(root: Path, stored: Config, given: Config) -> Config:
     Raises:
         ConfigError: naming the first flag that would change the run.
     """
+    _check_catalogue(root, stored)
     given = auto_as_stored(stored, given)
     if given.run_name != root.name:
         raise ConfigError(f"{flag('run_name')} must be {root.name!r} (the resumed run) or absent")
@@ -210,6 +220,26 @@ def resumed_config(root: Path, stored: Config, given: Config) -> Config:
             f"{flag(path)} cannot {verb} on --resume (the run was started with {_shown(old)})"
         )
     return replace(given, run_name=root.name, runs_dir=str(root.parent), resume=str(root))
+
+
+def _check_catalogue(root: Path, stored: Config) -> None:
+    """Refuse to resume a run that learns from a target whose definition has changed since it
+    started: its labels (the synthetic teacher's) or its reward (``--reward env``) come from the
+    old target, its new steps would come from the new one. A person's labels stay valid (the
+    target only measures there), so a run with human feedback resumes, its target curve on the
+    new definition from then on. A file without the version predates it: catalogue 1."""
+    learns = stored.feedback == "synthetic" or stored.reward == "env"
+    if stored.teacher.target is None or not learns:
+        return
+    data = parse_json(RunDir(root).config.read_text())
+    version = data.get(TARGET_CATALOGUE, 1) if isinstance(data, dict) else 1
+    if version != CATALOGUE_VERSION:
+        raise ConfigError(
+            f"--resume {root}: its {flag('teacher.target')} {stored.teacher.target} comes from"
+            f" target catalogue {version} and this rlhf has catalogue {CATALOGUE_VERSION} (every"
+            " step pays in [0, 1]), so the rest of the run would learn another behaviour than"
+            " its labels: start a new run (docs/guide/synthetic.md)"
+        )
 
 
 def auto_as_stored(stored: Config, given: Config) -> Config:

@@ -189,3 +189,47 @@ def test_resume_with_an_empty_config_json_is_refused_and_leaves_it_alone(tmp_pat
     assert lines[0].startswith(f"rlhf: error: {run.config} is incomplete: it lacks env_id")
     assert "--run-name NEW" in lines[0] and "Traceback" not in result.stderr
     assert run.config.read_text() == "{}"
+
+
+@pytest.mark.parametrize("feedback", ["synthetic", "human"])
+def test_a_run_that_learns_from_an_older_target_catalogue_does_not_resume(
+    tmp_path: Path, feedback: str
+) -> None:
+    """A target's definition changed (catalogue 1 -> 2): a run whose labels or reward came from
+    the old one must not continue on the new one; a person's labels stay valid."""
+    from rlhf.config import TeacherConfig
+    from rlhf.envs.targets import CATALOGUE_VERSION
+    from rlhf.run.config_file import config_digest
+    from rlhf.run.run_dir import resumed_config
+
+    cfg = Config(
+        runs_dir=str(tmp_path),
+        run_name="r",
+        env_id="Hopper-v5",
+        feedback=feedback,
+        teacher=TeacherConfig(target="stand"),
+    )
+    run = create_run_dir(cfg)
+    data = json.loads(run.config.read_text())
+    assert data["target_catalogue"] == CATALOGUE_VERSION == 2
+    stored = read_config(run.root)
+    assert resumed_config(run.root, stored, stored) == dataclasses.replace(
+        cfg, resume=str(run.root)
+    )
+
+    del data["target_catalogue"], data["sha256"]  # as an rlhf before the version wrote it
+    run.config.write_text(json.dumps({**data, "sha256": config_digest(data)}))
+    stored = read_config(run.root)
+    if feedback == "human":  # the target only measured: the labels are a person's
+        assert resumed_config(run.root, stored, stored).teacher.target == "stand"
+        return
+    with pytest.raises(ConfigError) as caught:
+        resumed_config(run.root, stored, stored)
+    message = str(caught.value)
+    assert "--teacher.target stand comes from target catalogue 1" in message
+    assert "catalogue 2" in message and "start a new run" in message and "\n" not in message
+
+
+def test_a_run_without_a_named_target_stores_no_catalogue(tmp_path: Path) -> None:
+    run = create_run_dir(Config(runs_dir=str(tmp_path), run_name="r"))
+    assert "target_catalogue" not in json.loads(run.config.read_text())
