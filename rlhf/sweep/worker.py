@@ -91,7 +91,10 @@ def plan(cell: Cell) -> tuple[Action, Config]:
                 f"{root} ran with {key_name(path)} = {shown(old)} and the spec now says"
                 f" {shown(new)}: put it back, or use another --sweep-dir"
             )
-    config = resumed_config(root, stored, replace(spec, resume=str(root)))
+    try:  # a run on an earlier target catalogue (rlhf.run.run_dir)
+        config = resumed_config(root, stored, replace(spec, resume=str(root)))
+    except ConfigError as exc:
+        raise SpecError(f"cell {cell.name}: {exc}") from None
     raised = any(get(config, p) != get(stored, p) for p in RAISE_ONLY)
     if _summary(root).get("status") == "finished" and not raised:
         return Action.SKIP, config

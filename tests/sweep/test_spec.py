@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -195,3 +196,30 @@ def test_help_shows_every_sweep_flag_and_no_none_metavar(
     assert "{None}" not in text and "``" not in text and "SPEC" in text
     for name in known_flags(Sweep) - {"--spec"}:  # SPEC is positional
         assert name in text, name
+
+
+def test_a_cell_that_ran_on_an_earlier_target_catalogue_is_a_spec_error(tmp_path: Path) -> None:
+    """Resuming it would learn another behaviour than its labels (rlhf.run.run_dir)."""
+    from rlhf.config import Config, TeacherConfig
+    from rlhf.config.presets import with_preset
+    from rlhf.run.config_file import config_digest
+    from rlhf.run.run_dir import create_run_dir
+    from rlhf.sweep.grid import Cell
+    from rlhf.sweep.worker import LAST_CHECKPOINT, Action, plan
+
+    cfg = Config(
+        runs_dir=str(tmp_path),
+        run_name="cell",
+        env_id="Hopper-v5",
+        feedback="synthetic",
+        teacher=TeacherConfig(target="hop"),
+    )
+    run = create_run_dir(with_preset(cfg)[0])  # as a cell's run stores it
+    (run.root / "checkpoints" / LAST_CHECKPOINT).write_bytes(b"")
+    cell = Cell("cell", (("seed", 0),), cfg)
+    assert plan(cell)[0] is Action.RESUME
+    data = json.loads(run.config.read_text())
+    del data["target_catalogue"], data["sha256"]
+    run.config.write_text(json.dumps({**data, "sha256": config_digest(data)}))
+    with pytest.raises(SpecError, match=r"^cell cell: --resume .* target catalogue 1"):
+        plan(cell)
