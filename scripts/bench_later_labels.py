@@ -34,6 +34,7 @@ from bench_rlhf import with_settings
 from rlhf.config import Config, ConfigError, QueryConfig, RewardConfig
 from rlhf.core.types import Preference
 from rlhf.reward.learner import RewardLearner
+from rlhf.reward.train import preference_accuracy
 from rlhf.run.run_dir import read_config
 from rlhf.store.label_store import LabelStore
 from rlhf.sweep.spec import SpecError, settings_from_flags
@@ -56,31 +57,33 @@ def arm(cfg: Config, items: list[str]) -> RewardConfig:
 def scores(
     cfg: RewardConfig, first: list[Preference], later: list[Preference], seed: int
 ) -> tuple[float, float]:
-    """(share of ``later`` pairs ordered as their true returns, per-step correlation) of a
-    reward fitted to ``first``."""
+    """(share of ``later`` pairs ordered as their true returns, per-step correlation on their
+    steps before any episode end) of a reward fitted to ``first``. Pairs are scored as a run
+    scores them (the absorbing steps with their flag: :func:`preference_accuracy`)."""
     seg = first[0].pair.left
     learner = RewardLearner(seg.obs.shape[1], seg.actions.shape[1], cfg, seed=seed)
     learner.fit(first, np.random.default_rng(seed))
-    right = []
-    for p in later:
-        true = [s.true_rewards.sum() for s in (p.pair.left, p.pair.right)]
-        if true[0] != true[1]:
-            learned = [learner.score(s.obs, s.actions).sum() for s in (p.pair.left, p.pair.right)]
-            right.append((learned[0] > learned[1]) == (true[0] > true[1]))
-    segments = [s for p in later for s in (p.pair.left, p.pair.right)]
+    truth = [
+        Preference(p.pair, float(p.pair.left.true_return > p.pair.right.true_return))
+        for p in later
+        if p.pair.left.true_return != p.pair.right.true_return
+    ]
+    accuracy = preference_accuracy(learner.ensemble, truth) if truth else float("nan")
+    real = [(s, s.real_steps) for p in later for s in (p.pair.left, p.pair.right)]
     rewards = learner.score(
-        np.concatenate([s.obs for s in segments]), np.concatenate([s.actions for s in segments])
+        np.concatenate([s.obs[:n] for s, n in real]),
+        np.concatenate([s.actions[:n] for s, n in real]),
     )
-    r = np.corrcoef(rewards, np.concatenate([s.true_rewards for s in segments]))[0, 1]
-    return float(np.mean(right)) if right else float("nan"), float(r)
+    r = np.corrcoef(rewards, np.concatenate([s.true_rewards[:n] for s, n in real]))[0, 1]
+    return accuracy, float(r)
 
 
 def agreement(later: list[Preference]) -> float:
     """Share of ``later``'s decided answers that agree with the true returns."""
     agree = [
-        (p.mu > 0.5) == (p.pair.left.true_rewards.sum() > p.pair.right.true_rewards.sum())
+        (p.mu > 0.5) == (p.pair.left.true_return > p.pair.right.true_return)
         for p in later
-        if p.mu != 0.5 and p.pair.left.true_rewards.sum() != p.pair.right.true_rewards.sum()
+        if p.mu != 0.5 and p.pair.left.true_return != p.pair.right.true_return
     ]
     return float(np.mean(agree)) if agree else float("nan")
 
