@@ -147,6 +147,14 @@ class QueryConfig:
     progress (the segments that move more also spend more), so the reward learns what acting
     costs. Default: the env's preset (0.3 on Ant; rlhf/config/presets.py), else 0 (measured:
     docs/results/settings.md)."""
+    ask_when_new: Annotated[float | None, tyro.conf.arg(metavar="FLOAT")] = None
+    """Ask for labels ahead of the schedule (by up to --query.ask-ahead of the budget, borrowed
+    from later rounds) while more than this share of a rollout's steps have some reward input
+    outside the central 99% of the labelled steps' (rlhf/queries/novelty.py): the reward only
+    guesses about behaviour its labels never showed. Default: off, ask by the schedule alone
+    (measured: docs/results/few-labels.md)."""
+    ask_ahead: float = 0.1
+    """Share of --query.total-labels that --query.ask-when-new may ask ahead of the schedule."""
 
     def validate(self, check: Check = check_setting) -> None:
         at_least(check, "query.total_labels", self.total_labels, 0, 10**7)
@@ -159,6 +167,8 @@ class QueryConfig:
         at_least(check, "query.retire_after", self.retire_after, 0, BIG)
         at_least(check, "query.half_rate_steps", self.half_rate_steps, 1, STEPS_MAX)
         within(check, "query.replay_share", self.replay_share, 0, 1, "[]")
+        within(check, "query.ask_when_new", self.ask_when_new, 0, 1, "[]")
+        within(check, "query.ask_ahead", self.ask_ahead, 0, 1, "[]")
 
 
 @dataclass(frozen=True)

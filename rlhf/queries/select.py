@@ -120,6 +120,9 @@ class QuerySchedule:
             steps, a quarter of the run starved the first 100k steps of labels and HalfCheetah
             reached 0.66x true-reward PPO; 75k steps, as a 300k run has, gave 1.5x).
         half_rate_steps: ``t_half`` in env steps (overrides both).
+        ahead: labels :meth:`due` may run ahead of the curve when asked to (the agent's steps
+            are new to the reward: ``--query.ask-when-new``); later rounds ask nothing until
+            the curve has caught up, so the run's total stays the same.
     """
 
     def __init__(
@@ -130,6 +133,7 @@ class QuerySchedule:
         half_rate_fraction: float = 0.25,
         half_rate_steps: int | None = None,
         max_half_rate_steps: int = 75_000,
+        ahead: int = 0,
     ) -> None:
         if total_labels < 0 or not 0 <= initial_fraction <= 1 or half_rate_fraction <= 0:
             raise ValueError("need total_labels >= 0, initial_fraction in [0, 1], half_rate > 0")
@@ -139,9 +143,13 @@ class QuerySchedule:
         self.t_half = min(half_rate_fraction * max(total_timesteps, 1), max_half_rate_steps)
         if half_rate_steps is not None:
             self.t_half = float(half_rate_steps)
+        self.ahead = ahead
 
-    def due(self, env_steps: int) -> int:
-        """Labels that should have been requested in total by ``env_steps``."""
+    def due(self, env_steps: int, ahead: bool = False) -> int:
+        """Labels that should have been requested in total by ``env_steps`` (``ahead``: plus
+        the labels it may run ahead, never more than the total)."""
+        if ahead:
+            return min(self.total_labels, self.due(env_steps) + self.ahead)
         if env_steps >= self.total_timesteps:
             return self.total_labels
         if env_steps <= 0:

@@ -32,6 +32,7 @@ from rlhf.core.status import Phase
 from rlhf.core.types import Pair, RolloutBatch, Segment
 from rlhf.data.seed_labels import imported_pairs
 from rlhf.feedback.sources import FeedbackSource
+from rlhf.queries.novelty import coverage, new_share
 from rlhf.queries.segments import SegmentPool, cut_segments
 from rlhf.queries.select import QuerySchedule, select_clips, select_pairs
 from rlhf.reward.learner import RewardLearner
@@ -99,7 +100,10 @@ def preference_round(
     human = cfg.feedback == "human"
     if human and q.retire_after:
         retire_stale_pairs(p.store, t.logger, iteration - q.retire_after, step)
-    due = queries_due(p.schedule, p.store, t.progress.requested, step)
+    new = q.ask_when_new is not None and steps_are_new(
+        p, rollout.raw, q.ask_when_new, t.logger, step
+    )
+    due = queries_due(p.schedule, p.store, t.progress.requested, step, new)
     if due > 0 and len(p.pool) >= 2:
         n_clips = clips_due(due, cfg.feedback_kind, t.progress.requested)
         model = p.reward if p.reward.trained else None  # no model yet: uniform queries
@@ -137,13 +141,30 @@ def add_segments(
     return segments
 
 
-def queries_due(schedule: QuerySchedule, store: TrainerStore, requested: int, step: int) -> int:
-    """Queries the schedule wants asked now.
+def steps_are_new(
+    p: Preferences, raw: RolloutBatch, threshold: float, logger: Logger, step: int
+) -> bool:
+    """--query.ask-when-new: whether more than ``threshold`` of the rollout's steps lie outside
+    the labelled steps' range (logged as labels/new_share); False before the first label."""
+    labelled = p.labelled()
+    if p.coverage is None or p.coverage.labels != len(labelled):
+        p.coverage = coverage(labelled, with_actions=not p.reward.cfg.observations_only)
+    if p.coverage is None:
+        return False
+    share = new_share(p.coverage, raw)
+    logger.scalar("labels/new_share", share, step)
+    return share > threshold
+
+
+def queries_due(
+    schedule: QuerySchedule, store: TrainerStore, requested: int, step: int, new: bool = False
+) -> int:
+    """Queries the schedule wants asked now (``new``: up to its lead ahead of the curve).
 
     The schedule counts what was answered (or still can be): retired pairs are asked for again,
     fresh. (Failed videos are not: a renderer that always fails would ask forever.)
     """
-    return schedule.due(step) - (requested - store.counts().retired)
+    return schedule.due(step, ahead=new) - (requested - store.counts().retired)
 
 
 def clips_due(due: int, kind: str, requested: int) -> int:

@@ -19,6 +19,7 @@ from rlhf.core.types import Pair, Preference, Rating, Segment
 from rlhf.data.seed_labels import LabelsSource, imported_pairs, rating_levels, seed_labels
 from rlhf.envs.goals import GOAL_TASK
 from rlhf.feedback.sources import FeedbackSource, HumanSource, SyntheticSource
+from rlhf.queries.novelty import Coverage
 from rlhf.queries.segments import SegmentPool
 from rlhf.queries.select import QuerySchedule
 from rlhf.reward.learner import RewardLearner
@@ -49,6 +50,8 @@ class Preferences:
     """Pairs read from the store so far, by id (their segments never change)."""
     clip_cache: dict[int, Segment] = field(default_factory=dict)
     """Rated clips read from the store so far, by query id."""
+    coverage: Coverage | None = None
+    """The labelled steps' input range (--query.ask-when-new), as of its ``labels``."""
 
     def labelled(self) -> list[Preference]:
         """Every trainable label in the store (skips excluded), oldest first."""
@@ -132,5 +135,8 @@ def open_preferences(
             cfg.query.initial_fraction,
             cfg.total_timesteps,
             half_rate_steps=cfg.query.half_rate_steps,
+            ahead=round(cfg.query.ask_ahead * cfg.query.total_labels)
+            if cfg.query.ask_when_new is not None
+            else 0,
         ),
     )

@@ -10,6 +10,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rlhf.config import Config, PPOConfig, QueryConfig, TeacherConfig
+from rlhf.queries.select import QuerySchedule
 from rlhf.run.runner import run
 from rlhf.store import LabelStore
 from tests.support.toy_env import ENV_ID
@@ -83,3 +84,22 @@ def test_synthetic_run_records_labels_and_metrics(tmp_path: Path) -> None:
     ):
         assert tag in tags, tag
     assert (root / "checkpoints" / "reward_model.pt").exists()
+
+
+@pytest.mark.parametrize("threshold, early", [(None, False), (0.0, True)])
+def test_a_run_asks_ahead_while_its_steps_are_new_and_spends_the_same_budget(
+    tmp_path, threshold, early
+) -> None:
+    """Threshold 0: every rollout is new after the first labels; the run asks up to its lead
+    ahead of the schedule, and ends with exactly the budget, as a run without it."""
+    cfg = _cfg(tmp_path, "run", steps=4096, labels=40)
+    cfg = replace(cfg, query=replace(cfg.query, ask_when_new=threshold, ask_ahead=0.25))
+    run(cfg)
+    acc = EventAccumulator(str(tmp_path / "run" / "tb"))
+    acc.Reload()
+    requested = {e.step: e.value for e in acc.Scalars("labels/requested")}
+    schedule = QuerySchedule(40, 0.25, 4096)
+    second = sorted(requested)[1]  # the first round after the initial labels
+    assert (requested[second] == min(40, schedule.due(second) + 10)) is early
+    assert requested[max(requested)] == 40
+    assert ("labels/new_share" in acc.Tags()["scalars"]) is early
