@@ -175,6 +175,11 @@ def test_a_missing_extras_hint_runs_as_printed(
     hint = line.rsplit(": ", 1)[1]
     assert hint == "scripts/setup.sh data", line
 
+    script = VENV_BIN / "rlhf"
+    before = script.stat().st_mtime_ns
     result = _shell(hint, root, timeout=300)  # installs the extra from the lock (here: already in)
     assert result.returncode == 0, result.stderr[-2000:]
+    # rlhf itself is not reinstalled: that rewrites its console script under every test that
+    # starts it meanwhile (one found no `rlhf` beside its Python and printed the bare name).
+    assert script.stat().st_mtime_ns == before
     assert _shell(f"{VENV_BIN / 'python'} -c 'import pyarrow, minari'", root).returncode == 0
