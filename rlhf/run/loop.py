@@ -32,7 +32,6 @@ from rlhf.core.status import Phase
 from rlhf.core.types import Pair, RolloutBatch, Segment
 from rlhf.data.seed_labels import imported_pairs
 from rlhf.feedback.sources import FeedbackSource
-from rlhf.queries.novelty import coverage, new_share
 from rlhf.queries.segments import SegmentPool, cut_segments
 from rlhf.queries.select import QuerySchedule, select_clips, select_pairs
 from rlhf.reward.learner import RewardLearner
@@ -146,14 +145,10 @@ def steps_are_new(
 ) -> bool:
     """--query.ask-when-new: whether more than ``threshold`` of the rollout's steps lie outside
     the labelled steps' range (logged as labels/new_share); False before the first label."""
-    labelled = p.labelled()
-    if p.coverage is None or p.coverage.labels != len(labelled):
-        p.coverage = coverage(labelled, with_actions=not p.reward.cfg.observations_only)
-    if p.coverage is None:
-        return False
-    share = new_share(p.coverage, raw)
-    logger.scalar("labels/new_share", share, step)
-    return share > threshold
+    share = p.new_share(raw)
+    if share is not None:
+        logger.scalar("labels/new_share", share, step)
+    return share is not None and share > threshold
 
 
 def queries_due(

@@ -15,11 +15,11 @@ import numpy as np
 import torch
 
 from rlhf.config import Config
-from rlhf.core.types import Pair, Preference, Rating, Segment
+from rlhf.core.types import Pair, Preference, Rating, RolloutBatch, Segment
 from rlhf.data.seed_labels import LabelsSource, imported_pairs, rating_levels, seed_labels
 from rlhf.envs.goals import GOAL_TASK
 from rlhf.feedback.sources import FeedbackSource, HumanSource, SyntheticSource
-from rlhf.queries.novelty import Coverage
+from rlhf.queries.novelty import Coverage, coverage, new_share
 from rlhf.queries.segments import SegmentPool
 from rlhf.queries.select import QuerySchedule
 from rlhf.reward.learner import RewardLearner
@@ -60,6 +60,14 @@ class Preferences:
     def rated(self) -> list[Rating]:
         """Every trainable rating in the store (skips excluded), oldest first."""
         return self.store.rated(self.clip_cache)
+
+    def new_share(self, raw: RolloutBatch) -> float | None:
+        """Share of the rollout's steps outside the labelled steps' range
+        (:mod:`rlhf.queries.novelty`); None before the first label."""
+        labelled = self.labelled()
+        if self.coverage is None or self.coverage.labels != len(labelled):
+            self.coverage = coverage(labelled, with_actions=not self.reward.cfg.observations_only)
+        return None if self.coverage is None else new_share(self.coverage, raw)
 
     def state_dict(self) -> dict[str, Any]:
         """The reward learner and the feedback source's own state (the store is its own record).
