@@ -89,6 +89,13 @@ class RewardConfig:
     agent's own behaviour is fitted again from scratch rather than patched. 0: never (measured,
     and not kept: docs/results/few-labels.md)."""
 
+    self_predict: float = 0.0
+    """REED-like (Metcalf et al. 2023): each gradient step of a round also trains the members'
+    hidden layers to predict the next observation from the steps in the query pool (the agent's
+    recent behaviour, labelled or not), with this weight on that loss; so the features the
+    reward is built from follow the dynamics rather than whatever fits a few hundred answers.
+    Runs only (rlhf reward fits labels alone). 0: off (measured: docs/results/few-labels.md)."""
+
     def validate(self, check: Check = check_setting) -> None:
         at_least(check, "reward_model.ensemble_size", self.ensemble_size, 1, 100)
         check(len(self.hidden_sizes) <= 16, "{reward_model.hidden_sizes} takes at most 16 layers")
@@ -107,6 +114,7 @@ class RewardConfig:
         within(check, "reward_model.explore_bonus", self.explore_bonus, -100.0, 100.0, "[]")
         at_least(check, "reward_model.explore_half_life", self.explore_half_life, 1, STEPS_MAX)
         within(check, "reward_model.restart_below", self.restart_below, 0, 1, "[]")
+        at_least(check, "reward_model.self_predict", self.self_predict, 0, 100.0)
 
 
 @dataclass(frozen=True)

@@ -84,9 +84,11 @@ class RewardLearner:
         prefs: list[Preference],
         rng: np.random.Generator,
         ratings: list[Rating] | None = None,
+        unlabelled: list[Segment] | None = None,
     ) -> TrainStats:
         """One training round on all of ``prefs`` and ``ratings`` (warm-started, unless the new
-        labels say the reward misorders what the agent does now: ``cfg.restart_below``)."""
+        labels say the reward misorders what the agent does now: ``cfg.restart_below``);
+        ``unlabelled``: recent behaviour for ``cfg.self_predict``."""
         ratings = ratings or []
         fresh = prefs[self.fitted_prefs :] if self.trained else []
         accuracy = preference_accuracy(self.ensemble, fresh) if fresh else float("nan")
@@ -94,7 +96,7 @@ class RewardLearner:
         if restart:
             self._restart(rng)
         stats = train_ensemble(
-            self.ensemble, prefs, self.cfg, rng, ratings, self.data, self.sharpness
+            self.ensemble, prefs, self.cfg, rng, ratings, self.data, self.sharpness, unlabelled
         )
         self.stats = dataclasses.replace(stats, fresh_accuracy=accuracy, restarted=restart)
         self.fitted_on = len(prefs) + len(ratings)

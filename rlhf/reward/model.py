@@ -73,6 +73,10 @@ class RewardNet(nn.Module):
         """Whether the output layer is still zero (the member predicts 0 everywhere)."""
         return not any(p.any() for p in self.body[-1].parameters())
 
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """(..., in_dim) -> (..., last hidden width): what the output layer reads."""
+        return self.body[:-1]((x - self.in_mean) / self.in_std)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(..., in_dim) -> (...,) per-step rewards."""
         return self.body((x - self.in_mean) / self.in_std).squeeze(-1)

@@ -28,7 +28,8 @@ import torch.nn.functional as F
 
 from rlhf.config import RewardConfig
 from rlhf.config.ratings import DataConfig
-from rlhf.core.types import Preference, Rating
+from rlhf.core.types import Preference, Rating, Segment
+from rlhf.reward import self_predict
 from rlhf.reward.model import RewardEnsemble, RewardNet, stack_pairs
 from rlhf.reward.ratings import (
     DEFAULT_SHARPNESS,
@@ -154,6 +155,8 @@ class _Round:
     ratings: RatingData | None
     k: float
     label_noise: float = 0.0
+    unlabelled: self_predict.Transitions | None = None
+    """Steps of the agent's behaviour for ``--reward-model.self-predict`` (None: off)."""
 
 
 def _round_loss(
@@ -190,6 +193,7 @@ def _run_epoch(
     sample: tuple[np.ndarray, np.ndarray],
     cfg: RewardConfig,
     rng: np.random.Generator,
+    predictor: torch.nn.Linear | None = None,
 ) -> None:
     """Shuffled passes over the pairs and clips of ``sample``, dropout on, until at least
     ``cfg.min_epoch_steps`` gradient steps: step i of a pass trains on pair minibatch i and clip
@@ -206,6 +210,10 @@ def _run_epoch(
             pairs = torch.from_numpy(pair_b[i]).to(device) if i < len(pair_b) else empty
             clips = torch.from_numpy(clip_b[i]).to(device) if i < len(clip_b) else empty
             loss = _round_loss(net, r, pairs, clips)
+            if predictor is not None and r.unlabelled is not None:
+                loss = loss + cfg.self_predict * self_predict.loss(
+                    net, predictor, r.unlabelled, rng
+                )
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -221,10 +229,15 @@ def _train_member(
     rng: np.random.Generator,
 ) -> int:
     """Train one member on the pairs and clips ``sample`` (with repeats); returns the epochs run."""
-    opt = torch.optim.AdamW(net.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    params = list(net.parameters())
+    predictor = None
+    if r.unlabelled is not None and cfg.self_predict > 0:
+        predictor = self_predict.head(net, r.unlabelled.next_obs.shape[1])
+        params += list(predictor.parameters())
+    opt = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     if all(v.numel() == 0 for v in val):
         for _ in range(cfg.max_epochs):
-            _run_epoch(net, opt, r, sample, cfg, rng)
+            _run_epoch(net, opt, r, sample, cfg, rng, predictor)
         net.eval()
         return cfg.max_epochs
     # The warm start competes too: a round never leaves a member worse on validation. Not an
@@ -234,7 +247,7 @@ def _train_member(
     best_state = {k: v.clone() for k, v in net.state_dict().items()}
     stale = epochs = 0
     while epochs < cfg.max_epochs and stale < cfg.patience:
-        _run_epoch(net, opt, r, sample, cfg, rng)
+        _run_epoch(net, opt, r, sample, cfg, rng, predictor)
         epochs += 1
         loss = _val_loss(net, r, *val)
         if loss < best or math.isnan(best):
@@ -280,9 +293,12 @@ def train_ensemble(
     ratings: list[Rating] | None = None,
     data: DataConfig | None = None,
     sharpness: float = DEFAULT_SHARPNESS,
+    unlabelled: list[Segment] | None = None,
 ) -> TrainStats:
     """One training round of every member on all of ``prefs`` and ``ratings`` (the sum of the
-    Bradley-Terry and the rating loss); refits both normalisers.
+    Bradley-Terry and the rating loss); refits both normalisers. With
+    ``cfg.self_predict``, the members also predict the next observation on the steps of
+    ``unlabelled`` (:mod:`rlhf.reward.self_predict`).
 
     ``data`` weights what each member draws (:mod:`rlhf.reward.sampling`); None or its
     defaults: plain bagging. Deterministic given the ensemble's state, the labels and ``rng``
@@ -300,6 +316,7 @@ def train_ensemble(
         stack_ratings(ensemble, ratings) if ratings else None,
         sharpness,
         cfg.label_noise,
+        self_predict.transitions(ensemble, unlabelled or []) if cfg.self_predict > 0 else None,
     )
     device = ensemble.device
     val_t = (torch.from_numpy(val_idx).to(device), torch.from_numpy(rval_idx).to(device))

@@ -234,7 +234,8 @@ def fit_reward(p: Preferences, rng: np.random.Generator, final: bool = False) ->
     labelled, rated = p.labelled(), p.rated()
     if not p.reward.wants_fit(len(labelled) + len(rated), final=final):
         return None
-    return p.reward.fit(labelled, rng, rated)
+    recent = p.pool.segments() if p.reward.cfg.self_predict > 0 else None
+    return p.reward.fit(labelled, rng, rated, recent)
 
 
 def score_rollout(
