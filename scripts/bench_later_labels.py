@@ -33,8 +33,8 @@ from bench_rlhf import with_settings
 
 from rlhf.config import Config, ConfigError, QueryConfig, RewardConfig
 from rlhf.core.types import Preference
+from rlhf.reward.bradley_terry import preference_accuracy
 from rlhf.reward.learner import RewardLearner
-from rlhf.reward.train import preference_accuracy
 from rlhf.run.run_dir import read_config
 from rlhf.store.label_store import LabelStore
 from rlhf.sweep.spec import SpecError, settings_from_flags

@@ -28,8 +28,8 @@ from rlhf.config import ConfigError, RewardConfig, command_check
 from rlhf.config.ranges import at_least, seed, within
 from rlhf.core.signed import save_signed
 from rlhf.core.types import Preference, Rating, Segment
+from rlhf.reward.bradley_terry import preference_accuracy
 from rlhf.reward.learner import RewardLearner
-from rlhf.reward.train import preference_accuracy
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,11 @@ import torch
 from rlhf.config import RewardConfig
 from rlhf.config.ratings import DataConfig
 from rlhf.core.types import Pair, Preference, Rating, Segment
+from rlhf.reward.bradley_terry import preference_accuracy
 from rlhf.reward.model import RewardEnsemble
 from rlhf.reward.ratings import DEFAULT_SHARPNESS
 from rlhf.reward.stream_train import Epochs, train_ensemble_streaming
-from rlhf.reward.train import TrainStats, preference_accuracy, train_ensemble
+from rlhf.reward.train import TrainStats, train_ensemble
 
 MIN_FRESH = 10
 """New labels a round needs before their accuracy may restart the members (fewer: noise)."""

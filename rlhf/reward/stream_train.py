@@ -23,24 +23,22 @@ import torch
 
 from rlhf.config import RewardConfig
 from rlhf.core.types import Preference
-from rlhf.reward.model import RewardEnsemble, RewardNet
-from rlhf.reward.train import (
-    TrainStats,
-    _Data,
-    _eval_loss,
-    _labelled_steps,
-    _rng_devices,
-    _stack,
+from rlhf.reward.bradley_terry import (
+    PairData,
+    eval_pair_loss,
     preference_accuracy,
     preference_nll,
+    stack_labels,
 )
+from rlhf.reward.model import RewardEnsemble, RewardNet
+from rlhf.reward.train import TrainStats, _labelled_steps, _rng_devices
 
 Epochs = Callable[[int], Iterable[list[Preference]]]
 """Pass k -> the training preferences in batches (each label once per pass)."""
 
 
 def _weighted_loss(
-    net: RewardNet, data: _Data, weights: torch.Tensor, label_noise: float
+    net: RewardNet, data: PairData, weights: torch.Tensor, label_noise: float
 ) -> torch.Tensor:
     rewards = net(data.x)  # (B, 2, T)
     returns = (rewards * data.mask).sum(dim=-1)
@@ -60,7 +58,7 @@ def train_ensemble_streaming(
         raise ValueError("streamed training needs held-out labels (val) for its normalisers")
     obs, actions, absorbing = _labelled_steps(val, [])  # streaming is pairs only
     ensemble.fit_input_normaliser(obs, actions, absorbing)
-    val_data = _stack(ensemble, val)
+    val_data = stack_labels(ensemble, val)
     val_idx = torch.arange(len(val), device=val_data.x.device)
     members = ensemble.members
     opts = [
@@ -69,7 +67,7 @@ def train_ensemble_streaming(
     ]
     # As in the in-memory trainer, an untrained member's ties do not compete with its epochs.
     best = [
-        math.inf if n.untrained() else _eval_loss(n, val_data, val_idx, cfg.label_noise)
+        math.inf if n.untrained() else eval_pair_loss(n, val_data, val_idx, cfg.label_noise)
         for n in members
     ]
     best_state = [{k: v.clone() for k, v in n.state_dict().items()} for n in members]
@@ -85,7 +83,7 @@ def train_ensemble_streaming(
             )
             epoch += 1
             for i in active:
-                loss = _eval_loss(members[i], val_data, val_idx, cfg.label_noise)
+                loss = eval_pair_loss(members[i], val_data, val_idx, cfg.label_noise)
                 if loss < best[i]:
                     best[i], stale[i] = loss, 0
                     best_state[i] = {k: v.clone() for k, v in members[i].state_dict().items()}
@@ -116,7 +114,7 @@ def _one_pass(
     """Train the ``active`` members on one pass; returns (labels seen, mean training loss)."""
     seen, total = 0, 0.0
     for batch in batches:
-        data = _stack(ensemble, batch)
+        data = stack_labels(ensemble, batch)
         for i in active:
             net = ensemble.members[i]
             net.train()

@@ -1,7 +1,6 @@
 """Fit the reward ensemble to preference labels (Bradley-Terry) and graded clips (rating loss).
 
-P(left preferred) = sigmoid(sum_t r(left_t) - sum_t r(right_t)); the loss is the cross-entropy
-against the soft label mu (1 left, 0 right, 0.5 equal). Every round trains on *all* labels so far,
+The pair loss is :mod:`rlhf.reward.bradley_terry`'s. Every round trains on *all* labels so far,
 warm-starting from the current weights:
 
 * **Validation split**, stable across rounds: label i goes to validation when the i-th draw of a
@@ -24,13 +23,19 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from rlhf.config import RewardConfig
 from rlhf.config.ratings import DataConfig
 from rlhf.core.types import Preference, Rating, Segment
 from rlhf.reward import self_predict
-from rlhf.reward.model import RewardEnsemble, RewardNet, stack_pairs
+from rlhf.reward.bradley_terry import (
+    PairData,
+    bradley_terry_loss,
+    eval_pair_loss,
+    preference_accuracy,
+    stack_labels,
+)
+from rlhf.reward.model import RewardEnsemble, RewardNet
 from rlhf.reward.ratings import (
     DEFAULT_SHARPNESS,
     RatingData,
@@ -41,9 +46,6 @@ from rlhf.reward.ratings import (
     stack_ratings,
 )
 from rlhf.reward.split import member_sample, split_label_sets
-
-_EVAL_PAIRS = 512
-"""Pairs per forward pass when evaluating a loss without gradients."""
 
 
 @dataclass(frozen=True)
@@ -96,62 +98,11 @@ class TrainStats:
 
 
 @dataclass(frozen=True)
-class _Data:
-    """All labelled pairs as tensors: x (P, 2, T, D), step mask (P, 2, T), mu (P,)."""
-
-    x: torch.Tensor
-    mask: torch.Tensor
-    mu: torch.Tensor
-
-
-def preference_nll(
-    logits: torch.Tensor, mu: torch.Tensor, label_noise: float, reduction: str = "mean"
-) -> torch.Tensor:
-    """Cross-entropy of the soft labels ``mu`` under P(left) = (1 - e) sigmoid(logits) + e/2.
-
-    ``e`` (``--reward-model.label-noise``) is the share of answers assumed given at random, as
-    Christiano et al. (2017) assumed of people (10%): a wrong answer then costs at most
-    -ln(e/2) however sure the model is, so a few mistakes cannot pull a round their way, and
-    the model need not stretch its reward to reach P = 0 or 1 on every label. e = 0 is the
-    plain Bradley-Terry loss.
-    """
-    if label_noise == 0:
-        return F.binary_cross_entropy_with_logits(logits, mu, reduction=reduction)
-    # log P(left) and log P(right), from log-sigmoids so that large |logits| stay finite.
-    keep, half = math.log1p(-label_noise), math.log(label_noise / 2)
-    log_left = torch.logaddexp(keep + F.logsigmoid(logits), torch.full_like(logits, half))
-    log_right = torch.logaddexp(keep + F.logsigmoid(-logits), torch.full_like(logits, half))
-    losses = -(mu * log_left + (1 - mu) * log_right)
-    return losses.mean() if reduction == "mean" else losses
-
-
-def bradley_terry_loss(
-    net: RewardNet, data: _Data, idx: torch.Tensor, label_noise: float = 0.0
-) -> torch.Tensor:
-    """Mean cross-entropy of the pairs ``idx`` under ``net`` (in whatever mode it is in)."""
-    rewards = net(data.x[idx])  # (B, 2, T)
-    returns = (rewards * data.mask[idx]).sum(dim=-1)
-    return preference_nll(returns[:, 0] - returns[:, 1], data.mu[idx], label_noise)
-
-
-@torch.no_grad()
-def _eval_loss(net: RewardNet, data: _Data, idx: torch.Tensor, label_noise: float = 0.0) -> float:
-    """Per-pair loss over ``idx`` in eval mode (dropout off), in chunks."""
-    if idx.numel() == 0:
-        return math.nan
-    net.eval()
-    total = 0.0
-    for chunk in idx.split(_EVAL_PAIRS):
-        total += float(bradley_terry_loss(net, data, chunk, label_noise)) * chunk.numel()
-    return total / idx.numel()
-
-
-@dataclass(frozen=True)
 class _Round:
     """What one round trains on: pairs and/or rated clips, the rating loss's k, and the share
     of answers the pair loss assumes random."""
 
-    pairs: _Data | None
+    pairs: PairData | None
     ratings: RatingData | None
     k: float
     label_noise: float = 0.0
@@ -173,7 +124,9 @@ def _round_loss(
 
 def _val_loss(net: RewardNet, r: _Round, pairs: torch.Tensor, clips: torch.Tensor) -> float:
     """Validation loss: per-pair BT loss plus the rating loss of all held-out clips."""
-    parts = [_eval_loss(net, r.pairs, pairs, r.label_noise) if r.pairs is not None else math.nan]
+    parts = [
+        eval_pair_loss(net, r.pairs, pairs, r.label_noise) if r.pairs is not None else math.nan
+    ]
     parts.append(eval_rating_loss(net, r.ratings, clips, r.k))
     known = [v for v in parts if not math.isnan(v)]
     return float(sum(known)) if known else math.nan
@@ -260,14 +213,6 @@ def _train_member(
     return epochs
 
 
-def _stack(ensemble: RewardEnsemble, prefs: list[Preference]) -> _Data | None:
-    if not prefs:
-        return None
-    x, mask = stack_pairs(ensemble, [p.pair for p in prefs])
-    mu = torch.tensor([p.mu for p in prefs], dtype=torch.float32, device=x.device)
-    return _Data(x, mask, mu)
-
-
 def _labelled_steps(
     prefs: list[Preference], ratings: list[Rating]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -312,7 +257,7 @@ def train_ensemble(
     (train_idx, val_idx), (rtrain_idx, rval_idx) = split
     ensemble.fit_input_normaliser(*_labelled_steps(prefs, ratings))
     r = _Round(
-        _stack(ensemble, prefs),
+        stack_labels(ensemble, prefs),
         stack_ratings(ensemble, ratings) if ratings else None,
         sharpness,
         cfg.label_noise,
@@ -340,17 +285,3 @@ def train_ensemble(
         rating_val_pair_accuracy=rated_pair_accuracy(ensemble, r.ratings, val_t[1]),
         n_ratings=len(ratings),
     )
-
-
-def preference_accuracy(ensemble: RewardEnsemble, prefs: list[Preference]) -> float:
-    """Share of non-equal labels whose side the ensemble's mean P(left) picks (NaN if none).
-
-    A mean P of exactly 0.5 counts as wrong: the ensemble did not pick a side.
-    """
-    decided = [p for p in prefs if p.mu != 0.5]
-    if not decided:
-        return math.nan
-    p_left = ensemble.preference_probs([p.pair for p in decided]).mean(axis=0)
-    mu = np.array([p.mu for p in decided])
-    correct = np.where(mu > 0.5, p_left > 0.5, p_left < 0.5)
-    return float(correct.mean())

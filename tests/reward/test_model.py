@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from rlhf.core.types import Pair
+from rlhf.reward.bradley_terry import preference_accuracy
 from rlhf.reward.learner import MIN_FRESH, RewardLearner
 from rlhf.reward.model import RewardEnsemble
-from rlhf.reward.train import preference_accuracy
 
 
 def test_shapes_and_dtype(small_cfg, toy, rng):

@@ -12,9 +12,10 @@ from rlhf.config.ratings import DataConfig
 from rlhf.core.types import LabelMeta, Preference, Rating
 from rlhf.feedback.rating_teacher import RatingTeacher
 from rlhf.reward import sampling
+from rlhf.reward.bradley_terry import preference_accuracy
 from rlhf.reward.model import RewardEnsemble
 from rlhf.reward.ratings import class_logits
-from rlhf.reward.train import preference_accuracy, train_ensemble
+from rlhf.reward.train import train_ensemble
 
 
 def test_class_logits_put_each_clip_in_the_interval_of_its_rank() -> None:

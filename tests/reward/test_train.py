@@ -11,10 +11,11 @@ import torch
 
 from rlhf.config import RewardConfig
 from rlhf.core.types import Pair, Preference, Segment
+from rlhf.reward.bradley_terry import preference_accuracy, preference_nll
 from rlhf.reward.model import RewardEnsemble
 from rlhf.reward.split import MIN_LABELS_FOR_VAL, split_indices
 from rlhf.reward.stream_train import train_ensemble_streaming
-from rlhf.reward.train import preference_accuracy, preference_nll, train_ensemble
+from rlhf.reward.train import train_ensemble
 
 
 def test_learns_a_known_reward_to_90_percent_on_held_out_pairs(toy):
