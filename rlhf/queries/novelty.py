@@ -44,9 +44,7 @@ def coverage(prefs: Sequence[Preference], with_actions: bool) -> Coverage | None
     """The labelled clips' input range; None without labels. Steps after an episode's end
     (absorbing) are not inputs the reward scores, so they do not count."""
     parts = [
-        _inputs(
-            s.obs[: len(s.obs) - s.absorbing], s.actions[: len(s.obs) - s.absorbing], with_actions
-        )
+        _inputs(s.obs[: s.real_steps], s.actions[: s.real_steps], with_actions)
         for p in prefs
         for s in (p.pair.left, p.pair.right)
     ]

@@ -75,6 +75,8 @@ def eval_pair_loss(
 
 
 def stack_labels(ensemble: RewardEnsemble, prefs: list[Preference]) -> PairData | None:
+    """The pairs of ``prefs`` and their answers as tensors on the ensemble's device; None
+    without labels."""
     if not prefs:
         return None
     x, mask = stack_pairs(ensemble, [p.pair for p in prefs])
