@@ -43,3 +43,10 @@ def test_reference_states_are_subsampled_beyond_the_limit(rng: np.random.Generat
     far = reward.distances(states[:50]).mean()  # fewer neighbours to choose from: farther
     near = StateEntropyReward(_buffer(states), k=1, rng=rng).distances(states[:50]).mean()
     assert far > 2 * near
+
+
+def test_the_distance_is_the_kth_nearest_other_state(rng: np.random.Generator) -> None:
+    states = rng.normal(size=(200, 3)).astype(np.float32)
+    reward = StateEntropyReward(_buffer(states), k=4, rng=rng)
+    brute = np.sort(np.linalg.norm(states[:20, None] - states[None], axis=-1), axis=1)
+    np.testing.assert_allclose(reward.distances(states[:20]), brute[:, 4], rtol=1e-4, atol=1e-5)
