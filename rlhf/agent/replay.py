@@ -187,11 +187,19 @@ class ReplayBuffer:
         """Whether a minibatch can be sampled (rows stored and a reward source set)."""
         return self.size > 0 and self.reward_fn is not None
 
-    def sample(self, batch_size: int, rng: np.random.Generator) -> Transitions:
-        """``batch_size`` rows drawn uniformly with replacement, rewards from the current source."""
+    def sample(
+        self, batch_size: int, rng: np.random.Generator, recent_share: float = 0.0, recent: int = 0
+    ) -> Transitions:
+        """``batch_size`` rows drawn with replacement, rewards from the current source:
+        round(``recent_share`` x ``batch_size``) of them uniformly from the ``recent`` newest
+        rows, the rest uniformly from all."""
         if not self.ready():
             raise RuntimeError("nothing to sample: the buffer is empty or has no reward source")
-        idx = rng.integers(0, self.size, batch_size)
+        n_recent = round(recent_share * batch_size) if recent > 0 else 0
+        idx = rng.integers(0, self.size, batch_size - n_recent)
+        if n_recent:  # counted back from the newest row, across the ring's wrap
+            back = rng.integers(0, min(recent, self.size), n_recent)
+            idx = np.concatenate([idx, (self.pos - 1 - back) % self.capacity])
         return self.transitions(idx)
 
     def transitions(self, idx: np.ndarray) -> Transitions:

@@ -198,6 +198,10 @@ class Config:
             _check(self.labels_from is None, "{labels_from} has no use with {reward_model_file}")
         _check(self.algo == "sac" or not self.sac.her, "{sac.her} needs {algo} sac")
         _check(
+            not (self.sac.her and self.sac.recent_share),
+            "{sac.recent_share} draws from the plain replay buffer, not {sac.her}'s episodes",
+        )
+        _check(
             not (self.sac.her and self.reward == "env" and self.teacher.target_name),
             "{sac.her} with {reward} env relabels goals with the env's own reward, not the"
             " target of {teacher.target}/{teacher.reward}",

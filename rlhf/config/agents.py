@@ -146,6 +146,12 @@ class SACConfig:
     or the learned reward on the relabelled observation) is computed per minibatch."""
     her_future_k: float = 4.0
     """--sac.her: relabelled transitions per original one, at most (0: none)."""
+    recent_share: float = 0.0
+    """Share of each minibatch drawn from the last --sac.recent-steps env steps, the rest
+    uniformly from the whole buffer (QPA's hybrid replay: the critics learn most where the
+    policy acts now, which is where the newest labels taught the reward); 0: uniform."""
+    recent_steps: int = 10_000
+    """--sac.recent-share: how many of the newest transitions count as recent."""
 
     def validate(self, check: Check) -> None:
         # a checkpoint holds the whole buffer: 10^8 transitions are already tens of GB
@@ -163,3 +169,5 @@ class SACConfig:
         at_least(check, "sac.pretrain_steps", self.pretrain_steps, 0, BIG)
         at_least(check, "sac.entropy_k", self.entropy_k, 1, 1000)
         at_least(check, "sac.her_future_k", self.her_future_k, 0, 100.0)
+        within(check, "sac.recent_share", self.recent_share, 0, 1, "[]")
+        at_least(check, "sac.recent_steps", self.recent_steps, 1, 10**8)

@@ -126,3 +126,19 @@ def test_a_relabelling_buffer_scores_new_rows_only_when_a_minibatch_draws_one() 
     buf.set_reward_fn(reward, per_sample=True)  # a reward that changes with every call
     buf.transitions(np.arange(4))
     assert calls == [50, 2, 52, 4]
+
+
+def test_a_recent_share_draws_that_share_from_the_newest_rows_across_the_wrap() -> None:
+    buf = _filled(50, [40, 30])  # transitions 0..69 in 50 rows: the newest, 60..69, wrap to 10..19
+    buf.set_reward_fn(ENV_REWARD)
+    rng = np.random.default_rng(0)
+    batch = buf.sample(1000, rng, recent_share=0.25, recent=10)
+    numbers = batch.obs[:, 0]
+    assert (numbers[-250:] >= 60).all()  # every recent draw is one of the 10 newest
+    assert set(numbers[-250:].astype(int)) == set(range(60, 70))
+    assert (numbers[:750] < 60).mean() > 0.7  # the rest are uniform over all 50 (80% older)
+    np.testing.assert_array_equal(batch.rewards, numbers * 100)
+    # Without a share the draws are those of plain uniform sampling, for the same seed.
+    plain = buf.sample(64, np.random.default_rng(1)).indices
+    same = buf.sample(64, np.random.default_rng(1), recent_share=0.0, recent=10).indices
+    np.testing.assert_array_equal(plain, same)
