@@ -61,6 +61,10 @@ def _cfg(tmp_path: Path, **kw) -> Config:
             "--sac.her with --reward env needs the env's compute_reward",
         ),
         (["--env-id", TINY, "--algo", "sac", "--sac.her-future-k", "-1"], "--sac.her-future-k"),
+        (
+            ["--env-id", TINY, "--algo", "sac", "--sac.her", "--sac.recent-share", "0.5"],
+            "--sac.recent-share draws from the plain replay buffer, not --sac.her's episodes",
+        ),
     ],
 )
 def test_the_flag_is_refused_in_one_line_where_it_cannot_work(
