@@ -149,7 +149,8 @@ class SACConfig:
     recent_share: float = 0.0
     """Share of each minibatch drawn from the last --sac.recent-steps env steps, the rest
     uniformly from the whole buffer (QPA's hybrid replay: the critics learn most where the
-    policy acts now, which is where the newest labels taught the reward); 0: uniform."""
+    policy acts now, which is where the newest labels taught the reward); 0: uniform (measured:
+    docs/results/off-policy.md)."""
     recent_steps: int = 10_000
     """--sac.recent-share: how many of the newest transitions count as recent."""
 
