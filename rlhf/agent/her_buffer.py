@@ -129,8 +129,13 @@ class HindsightReplayBuffer(ReplayBuffer):
     def _caching(self) -> bool:
         return False  # a relabelled goal differs per draw: every minibatch is scored anew
 
-    def sample(self, batch_size: int, rng: np.random.Generator) -> Transitions:
-        """``batch_size`` stored steps drawn uniformly, the future strategy applied, then scored."""
+    def sample(
+        self, batch_size: int, rng: np.random.Generator, recent_share: float = 0.0, recent: int = 0
+    ) -> Transitions:
+        """``batch_size`` stored steps drawn uniformly, the future strategy applied, then scored
+        (no recent share: the config refuses --sac.recent-share with --sac.her)."""
+        if recent_share:
+            raise ValueError("the hindsight buffer draws uniformly: no recent share")
         if not self.ready():
             raise RuntimeError("nothing to sample: no episode stored or no reward source")
         idx = rng.integers(0, self.size, batch_size)

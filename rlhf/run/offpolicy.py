@@ -57,11 +57,9 @@ class _Stepper:
         self.step += len(s.valid)
         if self.step < self.cfg.learning_starts or not self.buffer.ready():
             return
-        rng, cfg = self.t.rngs["policy"], self.cfg
-        if cfg.recent_share:
-            batch = self.buffer.sample(cfg.batch_size, rng, cfg.recent_share, cfg.recent_steps)
-        else:  # the HER buffer samples whole episodes and takes no recent share
-            batch = self.buffer.sample(cfg.batch_size, rng)
+        cfg = self.cfg
+        rng = self.t.rngs["policy"]
+        batch = self.buffer.sample(cfg.batch_size, rng, cfg.recent_share, cfg.recent_steps)
         self.stats = self.agent.update(batch)
         if pretraining(self.t) and self.agent.gradient_steps >= self.cfg.pretrain_steps:
             end_pretraining(self.t, self.step)
