@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rlhf.config import Config, flag
+from rlhf.config import Config, RewardConfig, flag
 
 
 @dataclass(frozen=True)
@@ -26,11 +26,27 @@ class Preset:
     end_margin: float = 0.0
     min_epoch_steps: int = 1
     output_init: Literal["random", "zero"] = "random"
+    val_fraction: float = 0.2
+    max_epochs: int = 30
 
 
 DEFAULT = Preset(init_log_std=0.0, replay_share=0.0, why="")
 """The general defaults (PPO's std 1 as in CleanRL; no replayed pairs; an end valued as the
-learned absorbing reward; reward members that start random and train one pass an epoch)."""
+learned absorbing reward; reward members that start random, train one pass an epoch and stop
+early on a fifth of the labels held out)."""
+
+SAC = Preset(
+    init_log_std=0.0,
+    replay_share=0.0,
+    val_fraction=0.0,
+    max_epochs=100,
+    why="SAC optimises whatever the first round leaves, and a round that stops early on a fifth"
+    " of 200 labels had not fitted them; PEBBLE fits every label (measured:"
+    " docs/results/off-policy.md)",
+)
+"""What every env starts with under ``--algo sac`` (PEBBLE): its reward rounds fit every label
+for up to 100 epochs, without a validation split. SAC has no per-env presets (those were all
+measured with PPO)."""
 
 _FLAT_START = {"min_epoch_steps": 32, "output_init": "zero"}
 """Reward members that start flat and train at least 32 steps an epoch: for the tasks whose
@@ -110,8 +126,7 @@ def idle_settings(cfg: Config) -> list[str]:
 def with_preset(cfg: Config) -> tuple[Config, str | None]:
     """``cfg`` with its unset per-env settings filled, and the line that says which came from
     the env's preset (None when none did)."""
-    # All measured with PPO (SAC's actor and queries have none of their own here).
-    preset = preset_for(cfg.env_id) if cfg.algo == "ppo" else DEFAULT
+    preset = preset_for(cfg.env_id) if cfg.algo == "ppo" else SAC
     learns = learns_reward(cfg)
     applies = {  # (section, setting) -> does the env's value apply to this run?
         ("ppo", "init_log_std"): True,  # the true-reward baseline starts as calm
@@ -119,6 +134,8 @@ def with_preset(cfg: Config) -> tuple[Config, str | None]:
         ("ppo", "end_margin"): learned_end(cfg),
         ("reward_model", "min_epoch_steps"): learns,
         ("reward_model", "output_init"): learns,
+        ("reward_model", "val_fraction"): learns,
+        ("reward_model", "max_epochs"): learns,
     }
     sections = {section: getattr(cfg, section) for section, _ in applies}
     used: list[str] = []
@@ -132,10 +149,21 @@ def with_preset(cfg: Config) -> tuple[Config, str | None]:
             used.append(f"{flag(f'{section}.{key}')} {shown}")
     line = None
     if used:
-        line = (
-            f"{family(cfg.env_id)} preset: {', '.join(used)} ({preset.why}; set a flag to change)"
-        )
+        name = f"{family(cfg.env_id)} preset" if preset is not SAC else f"{flag('algo')} sac"
+        line = f"{name}: {', '.join(used)} ({preset.why}; set a flag to change)"
     return dataclasses.replace(cfg, **sections), line
+
+
+def general_reward(reward: RewardConfig) -> RewardConfig:
+    """``reward`` with the settings a run fills from its env and algorithm, where unset (None),
+    at the general defaults: what fitting labels outside a run (rlhf reward, a benchmark, a
+    test) uses."""
+    unset = {
+        key: getattr(DEFAULT, key)
+        for key in ("min_epoch_steps", "output_init", "val_fraction", "max_epochs")
+        if getattr(reward, key) is None
+    }
+    return dataclasses.replace(reward, **unset) if unset else reward
 
 
 def stored_as_it_ran(data: dict[str, Any]) -> dict[str, Any]:

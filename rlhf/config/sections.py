@@ -37,8 +37,9 @@ class RewardConfig:
     """Dropout probability in training (prediction always runs in eval mode)."""
     batch_size: int = 64
     """Pairs per gradient step."""
-    max_epochs: int = 30
-    """Upper bound on epochs over all labels per training round."""
+    max_epochs: Annotated[int | None, tyro.conf.arg(metavar="INT")] = None
+    """Upper bound on epochs over all labels per training round. Default: 100 with --algo sac
+    (PEBBLE's rounds fit every label to convergence), else 30 (rlhf/config/presets.py)."""
     min_epoch_steps: Annotated[int | None, tyro.conf.arg(metavar="INT")] = None
     """Gradient steps an epoch makes at least: with few labels it passes over them several
     times, so early stopping does not end a first round near chance (140 training labels are 3
@@ -58,8 +59,10 @@ class RewardConfig:
     Bradley-Terry loss (measured: docs/results/settings.md)."""
     patience: int = 3
     """Stop a round after this many epochs without a better validation loss."""
-    val_fraction: float = 0.2
-    """Share of labels held out for validation (and early stopping)."""
+    val_fraction: Annotated[float | None, tyro.conf.arg(metavar="FLOAT")] = None
+    """Share of labels held out for validation (and early stopping); 0: every label trains, each
+    round runs --reward-model.max-epochs. Default: 0 with --algo sac (SAC optimises a reward
+    that stopped early before it fits), else 0.2 (rlhf/config/presets.py)."""
     retrain_growth: float = 0.1
     """Retrain the ensemble once the labels have grown by this fraction since the last round (the
     first labels always train). Bounds reward-training time over a run: a larger value

@@ -25,6 +25,7 @@ import torch
 import tyro
 
 from rlhf.config import ConfigError, RewardConfig, command_check
+from rlhf.config.presets import general_reward
 from rlhf.config.ranges import at_least, seed, within
 from rlhf.core.signed import save_signed
 from rlhf.core.types import Preference, Rating, Segment
@@ -166,6 +167,7 @@ def fit_lazy(
 
     if not 0 <= test_fraction < 1:
         raise ConfigError("--test-fraction must be in [0, 1)")
+    cfg = general_reward(cfg)
     val_fraction = cfg.val_fraction if cfg.val_fraction > 0 else 0.1  # streaming needs one
 
     def part(name: str, buffer: int = 1) -> LabelStream:

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from rlhf.config import RewardConfig
+from rlhf.config.presets import general_reward
 from rlhf.core.types import Preference
 from rlhf.reward.bradley_terry import (
     PairData,
@@ -56,6 +57,7 @@ def train_ensemble_streaming(
     """Train every member on the streamed passes, stop early on ``val``; refits both normalisers."""
     if not val:
         raise ValueError("streamed training needs held-out labels (val) for its normalisers")
+    cfg = general_reward(cfg)
     obs, actions, absorbing = _labelled_steps(val, [])  # streaming is pairs only
     ensemble.fit_input_normaliser(obs, actions, absorbing)
     val_data = stack_labels(ensemble, val)

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from rlhf.config import RewardConfig
+from rlhf.config.presets import general_reward
 from rlhf.config.ratings import DataConfig
 from rlhf.core.types import Preference, Rating, Segment
 from rlhf.reward import self_predict
@@ -155,7 +156,7 @@ def _run_epoch(
     device = next(net.parameters()).device
     empty = torch.zeros(0, dtype=torch.long, device=device)
     steps = 0
-    while steps < (cfg.min_epoch_steps or 1):  # None outside a run: no preset, one pass
+    while steps < cfg.min_epoch_steps:
         pair_b, clip_b = (_batches(s, cfg.batch_size, rng) for s in sample)
         if not pair_b and not clip_b:
             return
@@ -251,6 +252,7 @@ def train_ensemble(
     """
     ratings = ratings or []
     data = data or DataConfig()
+    cfg = general_reward(cfg)  # what a run leaves to its env and algorithm, outside a run
     if not prefs and not ratings:
         return TrainStats(math.nan, math.nan, math.nan, 0, 0, 0)
     split = split_label_sets(prefs, ratings, cfg.val_fraction, ensemble.seed, data)

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from rlhf.config import Config, PPOConfig, QueryConfig, RewardConfig
-from rlhf.config.presets import DEFAULT, family, idle_settings, preset_for, with_preset
+from rlhf.config.presets import (
+    DEFAULT,
+    family,
+    general_reward,
+    idle_settings,
+    preset_for,
+    with_preset,
+)
 from rlhf.run.run_dir import read_config
 from rlhf.run.runner import run
 from tests.support.helpers import tiny_config
@@ -54,9 +61,8 @@ def test_walker2d_reward_members_start_flat_and_train_longer(
 ) -> None:
     cfg, line = with_preset(Config(env_id="Walker2d-v5", **overrides))
     assert (cfg.reward_model.min_epoch_steps, cfg.reward_model.output_init) == expected
-    assert (line is not None) == (expected != (1, "random"))
-    if line is not None:
-        assert line.startswith("Walker2d preset: --reward-model.min-epoch-steps 32")
+    said = line is not None and line.startswith("Walker2d preset: --reward-model.min-epoch-steps")
+    assert said == (expected != (1, "random"))
 
 
 def test_halfcheetah_reward_members_start_flat_and_train_longer_too() -> None:
@@ -168,3 +174,32 @@ def test_a_stored_config_from_before_the_presets_keeps_the_general_defaults(
     (tmp_path / "config.json").write_text(json.dumps(walker))
     stored = read_config(tmp_path)  # a Walker2d run from before its preset goes on as it ran
     assert (stored.reward_model.min_epoch_steps, stored.reward_model.output_init) == (1, "random")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"algo": "sac"}, (0.0, 100)),  # PEBBLE: every label, up to 100 epochs
+        ({}, (0.2, 30)),  # PPO: a fifth held out for early stopping
+        ({"algo": "sac", "reward": "env"}, (0.2, 30)),  # nothing to learn
+        (
+            {"algo": "sac", "reward_model": RewardConfig(val_fraction=0.1)},
+            (0.1, 100),
+        ),  # a flag wins
+    ],
+)
+def test_sac_fits_every_label_for_longer_on_every_env(overrides: dict, expected: tuple) -> None:
+    for env_id in ("HalfCheetah-v5", "Swimmer-v5"):
+        cfg, line = with_preset(Config(env_id=env_id, **overrides))
+        assert (cfg.reward_model.val_fraction, cfg.reward_model.max_epochs) == expected
+        sac_line = line is not None and line.startswith("--algo sac: --reward-model.")
+        assert sac_line == (expected[1] == 100)
+
+
+def test_outside_a_run_the_reward_settings_left_unset_are_the_general_ones() -> None:
+    # rlhf reward and the benchmarks fit a RewardConfig that no run has filled.
+    filled = general_reward(RewardConfig(max_epochs=7))
+    assert (filled.val_fraction, filled.max_epochs) == (DEFAULT.val_fraction, 7)
+    assert (filled.min_epoch_steps, filled.output_init) == (1, "random")
+    resolved, _ = with_preset(Config(env_id="Walker2d-v5"))
+    assert general_reward(resolved.reward_model) == resolved.reward_model  # a run's stays

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from rlhf.config import RewardConfig
+from rlhf.config.presets import general_reward
 from rlhf.core.types import Pair, Preference, Segment
 from rlhf.reward.bradley_terry import preference_accuracy, preference_nll
 from rlhf.reward.model import RewardEnsemble
@@ -23,7 +24,7 @@ def test_learns_a_known_reward_to_90_percent_on_held_out_pairs(toy):
     # 91-94%, see the next test; both with the default weight decay), so 90% leaves a margin.
     data_rng = np.random.default_rng(0)
     train, held_out = toy.preferences(500, data_rng), toy.preferences(1000, data_rng)
-    cfg = RewardConfig(hidden_sizes=(256, 256), learning_rate=1e-3)
+    cfg = general_reward(RewardConfig(hidden_sizes=(256, 256), learning_rate=1e-3))
     ens = RewardEnsemble(toy.obs_dim, toy.act_dim, cfg, seed=0)
     assert preference_accuracy(ens, held_out) < 0.75  # untrained: no better than a weak guess
 
@@ -114,8 +115,10 @@ def test_early_stopping_restores_the_best_weights(toy, rng):
     # Random labels cannot be learnt: the validation loss only gets worse after the warm start,
     # so training must stop early and hand back weights no worse than the ones it started from.
     prefs = [Preference(p, float(rng.random() < 0.5)) for p in toy.pairs(80, rng)]
-    cfg = RewardConfig(
-        hidden_sizes=(64, 64), learning_rate=3e-3, max_epochs=50, patience=3, label_noise=0.0
+    cfg = general_reward(
+        RewardConfig(
+            hidden_sizes=(64, 64), learning_rate=3e-3, max_epochs=50, patience=3, label_noise=0.0
+        )
     )  # the plain Bradley-Terry loss, which val_loss() below computes
     ens = RewardEnsemble(toy.obs_dim, toy.act_dim, cfg)
     _, val_idx = split_indices(len(prefs), cfg.val_fraction, ens.seed)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rlhf.config import RewardConfig
+from rlhf.config.presets import general_reward
 from rlhf.core.types import Pair, Preference, Segment
 
 
@@ -68,4 +69,5 @@ def toy() -> ToyTask:
 @pytest.fixture
 def small_cfg() -> RewardConfig:
     """A small, fast ensemble for tests that do not measure how well it learns."""
-    return RewardConfig(hidden_sizes=(32, 32), learning_rate=1e-3, max_epochs=20, patience=3)
+    cfg = RewardConfig(hidden_sizes=(32, 32), learning_rate=1e-3, max_epochs=20, patience=3)
+    return general_reward(cfg)  # a validation split, as outside a run
