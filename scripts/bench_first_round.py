@@ -10,12 +10,14 @@ measures it where it matters, on segments it was not fitted on:
   the robot forwards and backwards as a trained policy may.
 
 Each arm is one way to fit the same labels; the first, ``defaults``, is what ``rlhf train`` does
-today on the env (its preset included). Prints, per arm, the share of held-out pairs ordered as
+today on the env with ``--algo`` (its preset included). Prints, per arm, the share of held-out pairs ordered as
 their true returns are (median and range over seeds) and the per-step Pearson correlation with
 the true reward, then the headline figures as the last line.
 
     .venv/bin/python scripts/bench_first_round.py                       # HalfCheetah, 50 labels
     .venv/bin/python scripts/bench_first_round.py --env-id Hopper-v5 --labels 20 50 150
+    .venv/bin/python scripts/bench_first_round.py --algo sac --labels 130 --mistake 0
+                                    # PEBBLE's first round: 130 perfect labels at step 14k
     .venv/bin/python scripts/bench_first_round.py --quick               # smoke check
 """
 
@@ -39,14 +41,17 @@ SEGMENT = 50
 """Steps per segment (the synthetic teacher's default)."""
 
 
-def arms(env_id: str, quick: bool) -> dict[str, RewardConfig]:
-    """The ways to fit the labels: today's defaults for the env, then the alternatives."""
-    cfg, _ = with_preset(Config(env_id=env_id, feedback="synthetic"))
+def arms(env_id: str, quick: bool, algo: str = "ppo") -> dict[str, RewardConfig]:
+    """The ways to fit the labels: today's defaults for the env and algorithm, then the
+    alternatives."""
+    cfg, _ = with_preset(Config(env_id=env_id, algo=algo, feedback="synthetic"))
     base = cfg.reward_model
     epochs = 5 if quick else 100  # x 32 gradient steps
     every = dataclasses.replace(base, val_fraction=0.0, min_epoch_steps=32, max_epochs=epochs)
     return {
         "defaults": base,
+        # PPO's default (SAC's before it fitted every label): stop early on a fifth held out
+        "a fifth held out, 30 epochs": dataclasses.replace(base, val_fraction=0.2, max_epochs=30),
         # the general default, then HalfCheetah's and Walker2d's preset, on every env
         "one pass an epoch, random": dataclasses.replace(
             base, min_epoch_steps=1, output_init="random"
@@ -140,6 +145,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--env-id", default="HalfCheetah-v5")
+    parser.add_argument(
+        "--algo", choices=("ppo", "sac"), default="ppo", help="whose defaults (rlhf train --algo)"
+    )
     parser.add_argument("--labels", type=int, nargs="+", default=None, help="default 50")
     parser.add_argument("--mistake", type=float, default=0.1, help="share of flipped answers")
     parser.add_argument("--seeds", type=int, default=None, help="label draws (default 5)")
@@ -165,7 +173,7 @@ def main() -> None:
         for seed in range(seeds):
             draw = np.random.default_rng(100 + seed)
             prefs = labels(fit_on, n, args.mistake, draw)
-            for name, cfg in arms(args.env_id, args.quick).items():
+            for name, cfg in arms(args.env_id, args.quick, args.algo).items():
                 learner = RewardLearner(pool[0].obs.shape[1], act_dim, cfg, seed=seed)
                 learner.fit(prefs, np.random.default_rng(seed))
                 figures = (
@@ -185,6 +193,7 @@ def main() -> None:
     n = budgets[0]
     default, every = headline[f"defaults@{n}"], headline[f"every label, no early stop@{n}"]
     linear = headline[f"linear, every label@{n}"]
+    held_out_fifth = headline[f"a fifth held out, 30 epochs@{n}"]
     one_pass, flat = (
         headline[f"one pass an epoch, random@{n}"],
         headline[f"32 steps an epoch, flat@{n}"],
@@ -192,10 +201,11 @@ def main() -> None:
     print(
         f"ratio_acc_flat_vs_one_pass={flat / one_pass:.2f}"
         f" ratio_acc_every={every / default:.2f} ratio_acc_linear={linear / default:.2f}"
+        f" ratio_acc_defaults_vs_fifth={default / held_out_fifth:.2f}"
         f" defaults_acc={default:.3f} one_pass_acc={one_pass:.3f} flat_acc={flat:.3f}"
         f" every_acc={every:.3f}"
         f" linear_acc={linear:.3f}"
-        f" labels={n} seeds={seeds} env={args.env_id}"
+        f" labels={n} seeds={seeds} env={args.env_id} algo={args.algo}"
     )
 
 
