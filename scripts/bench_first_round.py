@@ -10,9 +10,9 @@ measures it where it matters, on segments it was not fitted on:
   the robot forwards and backwards as a trained policy may.
 
 Each arm is one way to fit the same labels; the first, ``defaults``, is what ``rlhf train`` does
-today on the env with ``--algo`` (its preset included). Prints, per arm, the share of held-out pairs ordered as
-their true returns are (median and range over seeds) and the per-step Pearson correlation with
-the true reward, then the headline figures as the last line.
+today on the env with ``--algo`` (its preset included). Prints, per arm, the share of held-out
+pairs ordered as their true returns are (median and range over seeds) and the per-step Pearson
+correlation with the true reward, then the headline figures as the last line.
 
     .venv/bin/python scripts/bench_first_round.py                       # HalfCheetah, 50 labels
     .venv/bin/python scripts/bench_first_round.py --env-id Hopper-v5 --labels 20 50 150

@@ -123,6 +123,10 @@ def idle_settings(cfg: Config) -> list[str]:
     ]
 
 
+RUN_FILLED_REWARD = ("min_epoch_steps", "output_init", "val_fraction", "max_epochs")
+"""The --reward-model.* settings a run fills from its env and algorithm when they are unset."""
+
+
 def with_preset(cfg: Config) -> tuple[Config, str | None]:
     """``cfg`` with its unset per-env settings filled, and the line that says which came from
     the env's preset (None when none did)."""
@@ -132,10 +136,7 @@ def with_preset(cfg: Config) -> tuple[Config, str | None]:
         ("ppo", "init_log_std"): True,  # the true-reward baseline starts as calm
         ("query", "replay_share"): replays_possible(cfg),
         ("ppo", "end_margin"): learned_end(cfg),
-        ("reward_model", "min_epoch_steps"): learns,
-        ("reward_model", "output_init"): learns,
-        ("reward_model", "val_fraction"): learns,
-        ("reward_model", "max_epochs"): learns,
+        **{("reward_model", key): learns for key in RUN_FILLED_REWARD},
     }
     sections = {section: getattr(cfg, section) for section, _ in applies}
     used: list[str] = []
@@ -158,11 +159,7 @@ def general_reward(reward: RewardConfig) -> RewardConfig:
     """``reward`` with the settings a run fills from its env and algorithm, where unset (None),
     at the general defaults: what fitting labels outside a run (rlhf reward, a benchmark, a
     test) uses."""
-    unset = {
-        key: getattr(DEFAULT, key)
-        for key in ("min_epoch_steps", "output_init", "val_fraction", "max_epochs")
-        if getattr(reward, key) is None
-    }
+    unset = {k: getattr(DEFAULT, k) for k in RUN_FILLED_REWARD if getattr(reward, k) is None}
     return dataclasses.replace(reward, **unset) if unset else reward
 
 
