@@ -178,6 +178,7 @@ def stored_as_it_ran(data: dict[str, Any]) -> dict[str, Any]:
         ("ppo", "end_value", "absorbing"),
         ("reward_model", "min_epoch_steps", DEFAULT.min_epoch_steps),
         ("reward_model", "output_init", DEFAULT.output_init),
+        ("reward_model", "output_bound", "none"),  # unbounded, the way before it existed
         ("sac", "hidden_dtype", "float32"),  # not "auto": what the run multiplied in
     ):
         part = out.get(section, {})

@@ -52,6 +52,11 @@ class RewardConfig:
     tie), so a round that stops early leaves a flat reward instead of a random one, and those
     ties do not compete in early stopping. Default: the env's preset (zero on HalfCheetah and
     Walker2d), else random (PyTorch's default)."""
+    output_bound: Literal["none", "tanh"] = "none"
+    """What bounds each member's per-step reward: none (a linear output, unbounded), or tanh, so
+    every step's reward lies in (-1, 1) before the members are standardised (PEBBLE's reward
+    model). A linear output grows without bound along any direction the labels leave open, and
+    the agent can follow it there; tanh caps what such a direction pays."""
     label_noise: float = 0.1
     """Share of answers the reward model assumes were given at random (a person gets about one
     in ten wrong): P(left) = (1 - e) sigmoid(R_left - R_right) + e/2 (Christiano et al. 2017), so

@@ -47,8 +47,10 @@ class RewardNet(nn.Module):
         hidden_sizes: Sequence[int],
         dropout: float = 0.0,
         zero_output: bool = False,
+        bounded: bool = False,
     ) -> None:
         super().__init__()
+        self.bounded = bounded
         layers: list[nn.Module] = []
         width = in_dim
         for hidden in hidden_sizes:
@@ -78,8 +80,9 @@ class RewardNet(nn.Module):
         return self.body[:-1]((x - self.in_mean) / self.in_std)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(..., in_dim) -> (...,) per-step rewards."""
-        return self.body((x - self.in_mean) / self.in_std).squeeze(-1)
+        """(..., in_dim) -> (...,) per-step rewards (in (-1, 1) when ``bounded``)."""
+        out = self.body((x - self.in_mean) / self.in_std).squeeze(-1)
+        return torch.tanh(out) if self.bounded else out
 
     @torch.no_grad()
     def refit_input(self, mean: torch.Tensor, std: torch.Tensor) -> None:
@@ -128,6 +131,7 @@ class RewardEnsemble(nn.Module):
                     cfg.hidden_sizes,
                     cfg.dropout,
                     zero_output=cfg.output_init == "zero",
+                    bounded=cfg.output_bound == "tanh",
                 )
                 for _ in range(cfg.ensemble_size)
             )

@@ -137,6 +137,27 @@ def test_an_untrained_member_with_a_zero_output_predicts_nothing(small_cfg, toy,
         assert torch.equal(a.body[0].weight, b.body[0].weight)
 
 
+def test_a_tanh_bound_caps_every_step_however_far_the_input(small_cfg, toy, rng):
+    # Far outside what any label showed, a linear output keeps growing with the input; the
+    # bounded member's reward stays inside (-1, 1) and is the linear one squashed.
+    obs, act = toy.steps(rng)
+    far_obs, far_act = 1e3 * obs, 1e3 * act
+    linear = RewardEnsemble(toy.obs_dim, toy.act_dim, small_cfg, seed=5)
+    bounded = RewardEnsemble(
+        toy.obs_dim, toy.act_dim, replace(small_cfg, output_bound="tanh"), seed=5
+    )
+    assert np.abs(linear.member_rewards(far_obs, far_act)).max() > 10
+    capped = bounded.member_rewards(far_obs, far_act)
+    assert np.abs(capped).max() <= 1.0
+    np.testing.assert_allclose(
+        bounded.member_rewards(obs, act), np.tanh(linear.member_rewards(obs, act)), atol=1e-5
+    )
+    # A saved bounded reward loads bounded.
+    learner = RewardLearner(toy.obs_dim, toy.act_dim, replace(small_cfg, output_bound="tanh"))
+    again = RewardLearner.from_state_dict(learner.state_dict())
+    assert np.abs(again.ensemble.member_rewards(far_obs, far_act)).max() <= 1.0
+
+
 def test_state_round_trip_through_a_weights_only_file(small_cfg, toy, rng, tmp_path):
     learner = RewardLearner(toy.obs_dim, toy.act_dim, small_cfg, seed=5)
     obs, act = toy.steps(rng)
