@@ -1,20 +1,36 @@
-"""Benchmark: PEBBLE (SAC + oracle labels) vs SAC on the true reward vs PPO-RLHF, one invocation.
+"""Benchmark: PEBBLE (SAC + synthetic labels) vs SAC on the true reward vs PPO-RLHF, per task.
 
-For each env and seed, at the same env-step budget: SAC on the env's reward (the upper baseline),
-PEBBLE with 100 and with 400 oracle labels (``--algo sac --feedback synthetic``: unsupervised
-pretraining, then the learned reward only), and PPO-RLHF with 700 oracle labels (``rlhf train``'s
-default algorithm). Runs are Ray tasks through :func:`rlhf.sweep.run_jobs` (one CPU and one torch
-thread each). "Final" return: the mean true return of the episodes that end in the last 10% of a
-run's steps. Prints one row per env and mode (mean +- std over seeds, ratio to true-reward SAC),
-and the headline ratios of the first env as the last line.
+The off-policy issue's targets, each a task (an env, a step budget and a label budget) run with
+three arms on the same seeds: SAC on the env's reward (``sac``, the upper baseline), PEBBLE with
+the task's labels (``pebble``: ``--algo sac --feedback synthetic``, unsupervised pretraining,
+then the learned reward only) and PPO-RLHF with the same labels and steps (``ppo``, rlhf train's
+default algorithm; MuJoCo tasks only):
 
-    .venv/bin/python scripts/bench_pebble.py                    # HalfCheetah + Walker2d, 1M, 3 seeds
-    .venv/bin/python scripts/bench_pebble.py --steps 300000 --env-id HalfCheetah-v5 --seeds 1
+| task | steps | labels | arms | target |
+| --- | --- | --- | --- | --- |
+| HalfCheetah-v5, Walker2d-v5 | 300k | 200 | sac, pebble, ppo | pebble >= 0.9 x sac, and > ppo |
+| dm_control/walker-walk-v0 | 500k | 100 | sac, pebble | pebble >= 0.9 x sac (QPA's setting) |
+| dm_control/cheetah-run-v0 | 500k | 250 | sac, pebble | pebble >= 0.9 x sac |
+
+Runs are Ray tasks through :func:`rlhf.sweep.run_jobs` (one CPU and one torch thread each).
+"Final" return: the mean true return of the episodes that end in the last 10% of a run's steps.
+Prints one row per (task, arm): every seed's final return, mean +- std, the ratio to SAC on the
+true reward, and whether the target holds; the headline ratios as the last line.
+
+    .venv/bin/python scripts/bench_pebble.py --out runs/bench-pebble        # the MuJoCo targets
+    .venv-dmc/bin/python scripts/bench_pebble.py --out runs/bench-pebble \\
+        --env-id dm_control/walker-walk-v0 dm_control/cheetah-run-v0       # the DMC targets
+    .venv/bin/python scripts/bench_pebble.py --steps 100000 --env-id HalfCheetah-v5  # smaller
+    .venv/bin/python scripts/bench_pebble.py --env-id Hopper-v5 --labels 300 --mistake 0.1
     .venv/bin/python scripts/bench_pebble.py --quick            # smoke check (figures mean nothing)
 
-``--out DIR`` keeps one JSON file per finished run (its curve included) and skips those runs on
-the next invocation, so a grid can be stopped and continued (a run stopped before its end starts
-again); ``--plot`` draws the curves.
+DeepMind Control needs the dmc extra, which pins mujoco < 4 and so has a venv of its own
+(``RLHF_VENV=.venv-dmc scripts/setup.sh dmc,bench``); run without it, the bench names the tasks
+it leaves out and the command that runs them. ``--steps`` scales every task to one budget (the
+largest this machine allows in the time at hand; the results name their budget, so runs of
+several budgets never mix). ``--out DIR`` keeps one JSON file per finished run (its curve
+included) and skips those runs on the next invocation, so a grid can be stopped and continued (a
+run stopped before its end starts again); both venvs can share one ``--out``.
 SAC's hidden layers run in what ``rlhf train`` picks (``--hidden-dtype auto``: bfloat16 where the
 CPU multiplies it natively, about twice as fast: scripts/bench_sac.py; else float32); a run's
 result names the dtype it used, so results from machines of either kind never mix.
@@ -27,6 +43,7 @@ import itertools
 import json
 import shutil
 import statistics
+import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,29 +51,60 @@ from pathlib import Path
 import numpy as np
 
 from rlhf.agent.precision import choose
+from rlhf.envs import dmc
+from rlhf.envs.goals import mujoco_release
 from rlhf.sweep import run_jobs
 from rlhf.sweep.worker import read_curve
 
-MODES = {"sac": 0, "pebble100": 100, "pebble400": 400, "ppo700": 700}
-"""Mode -> oracle labels (0: the env's reward)."""
+ARMS = ("sac", "pebble", "ppo")
+"""SAC on the env's reward, PEBBLE (SAC) on labels, PPO on the same labels."""
+TARGET_RATIO = 0.9
+"""PEBBLE's final return over SAC's on the true reward that the issue asks for."""
+
+
+@dataclass(frozen=True)
+class Task:
+    env_id: str
+    steps: int
+    labels: int
+
+    @property
+    def arms(self) -> tuple[str, ...]:
+        """PPO-RLHF beside the MuJoCo tasks only (the issue sets DMC's against SAC alone)."""
+        return ARMS[:2] if dmc.is_dmc(self.env_id) else ARMS
+
+
+TARGETS = (
+    Task("HalfCheetah-v5", 300_000, 200),
+    Task("Walker2d-v5", 300_000, 200),
+    Task("dm_control/walker-walk-v0", 500_000, 100),
+    Task("dm_control/cheetah-run-v0", 500_000, 250),
+)
+"""The off-policy issue's targets."""
 
 
 @dataclass(frozen=True)
 class Job:
     env_id: str
-    mode: str
+    arm: str
     seed: int
     steps: int
+    labels: int
+    """The task's label budget (the sac arm's runs have none: 0)."""
+    mistake: float
     quick: bool
     out: str
     hidden_dtype: str = "float32"
 
     @property
     def key(self) -> str:
-        key = f"{self.env_id}__{self.mode}__{self.seed}__{self.steps}"
-        if self.hidden_dtype == "float32" or self.mode == "ppo700":  # PPO has no such setting
-            return key
-        return f"{key}__{self.hidden_dtype}"
+        env = self.env_id.replace("/", "+")
+        key = f"{env}__{self.arm}__{self.seed}__{self.steps}"
+        if self.arm != "sac":
+            key += f"__{self.labels}" + (f"__m{self.mistake:g}" if self.mistake else "")
+        if self.arm != "ppo":  # PPO has no such setting
+            key += f"__{self.hidden_dtype}"
+        return key + ("__quick" if self.quick else "")
 
 
 @dataclass(frozen=True)
@@ -70,25 +118,25 @@ class Result:
 def _train(job: Job) -> Result:
     import torch
 
-    from rlhf.config import Config, QueryConfig, SACConfig
+    from rlhf.config import Config, QueryConfig, SACConfig, TeacherConfig
     from rlhf.run.runner import run
 
     torch.set_num_threads(1)
-    labels = MODES[job.mode]
     sac = SACConfig(hidden_dtype=job.hidden_dtype)  # type: ignore[arg-type]
     if job.quick:
         sac = SACConfig(learning_starts=600, pretrain_steps=200, hidden_dtype=job.hidden_dtype)  # type: ignore[arg-type]
-    name = job.key
     # A run stopped before its result was written starts again from scratch.
-    shutil.rmtree(Path(job.out) / name, ignore_errors=True)
+    shutil.rmtree(Path(job.out) / job.key, ignore_errors=True)
     cfg = Config(
-        env_id=job.env_id, algo="ppo" if job.mode == "ppo700" else "sac", seed=job.seed,
-        total_timesteps=job.steps, reward="learned" if labels else "env", feedback="synthetic",
-        runs_dir=job.out, run_name=name, progress=False, sac=sac, device="cpu",
-        query=QueryConfig(total_labels=max(labels, 1)),
+        env_id=job.env_id, algo="ppo" if job.arm == "ppo" else "sac", seed=job.seed,
+        total_timesteps=job.steps, reward="env" if job.arm == "sac" else "learned",
+        feedback="synthetic", runs_dir=job.out, run_name=job.key, progress=False, sac=sac,
+        device="cpu", query=QueryConfig(total_labels=max(job.labels, 1)),
+        teacher=TeacherConfig(mistake=job.mistake),
     )  # fmt: skip
     summary = run(cfg)
-    curve = [(int(step), float(value)) for step, value in read_curve(Path(job.out) / name / "tb")]
+    tb = Path(job.out) / job.key / "tb"
+    curve = [(int(step), float(value)) for step, value in read_curve(tb)]
     late = [value for step, value in curve if step >= 0.9 * job.steps]
     final = float(np.mean(late)) if late else float(summary.final_true_return or float("nan"))
     result = Result(job, final, summary.sps, curve)
@@ -102,43 +150,84 @@ def _train(job: Job) -> Result:
 
 
 def _load(out: Path) -> dict[str, Result]:
+    """Finished runs in ``out`` by key (files of the earlier arms, pebble100 and the like, are
+    left alone: their keys never match a job of today's)."""
     done: dict[str, Result] = {}
     for path in sorted((out / "results").glob("*.json")):
         data = json.loads(path.read_text())
-        result = Result(**{**data, "job": Job(**data["job"])})
+        try:
+            result = Result(**{**data, "job": Job(**data["job"])})
+        except TypeError:
+            continue
         done[result.job.key] = result
     return done
 
 
-def _plot(results: list[Result], envs: list[str], steps: int, path: Path) -> None:
+def _tasks(args: argparse.Namespace) -> tuple[list[Task], list[str]]:
+    """The tasks to run, and one line for each target left out because DMC is not installed."""
+    if args.quick:
+        return [Task("HalfCheetah-v5", 1000, 20)], []
+    known = {t.env_id: t for t in TARGETS}
+    chosen = [
+        known.get(env, Task(env, 300_000, 200))
+        for env in args.env_id or [t.env_id for t in TARGETS]
+    ]
+    chosen = [
+        Task(t.env_id, args.steps or t.steps, args.labels or t.labels) for t in chosen
+    ]  # fmt: skip
+    release, left, kept = mujoco_release(), [], []
+    for task in chosen:
+        problem = dmc.dmc_problem(task.env_id, release) if dmc.is_dmc(task.env_id) else None
+        if problem is None:
+            kept.append(task)
+        elif args.env_id:  # asked for by name: say why not, and stop
+            print(f"bench_pebble: error: {problem}", file=sys.stderr)
+            sys.exit(2)
+        else:
+            left.append(task.env_id)
+    notes = []
+    if left:
+        notes.append(
+            f"left out: {', '.join(left)} (DeepMind Control needs the dmc extra, in a venv of its"
+            " own: RLHF_VENV=.venv-dmc scripts/setup.sh dmc,bench; then .venv-dmc/bin/python"
+            f" scripts/bench_pebble.py --env-id {' '.join(left)})"
+        )
+    return kept, notes
+
+
+def _plot(results: list[Result], tasks: list[Task], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(envs), figsize=(5 * len(envs), 3.6), dpi=110, squeeze=False)
-    edges = np.linspace(0, steps, 21)
-    for ax, env_id in zip(axes.flat, envs, strict=True):
-        for mode, color in zip(
-            MODES, ("tab:gray", "tab:orange", "tab:red", "tab:blue"), strict=True
-        ):
-            mine = [r for r in results if r.job.env_id == env_id and r.job.mode == mode]
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.6), dpi=110, squeeze=False)
+    for ax, task in zip(axes.flat, tasks, strict=True):
+        edges = np.linspace(0, task.steps, 21)
+        for arm, color in zip(ARMS, ("tab:gray", "tab:red", "tab:blue"), strict=True):
+            mine = [r for r in results if r.job.env_id == task.env_id and r.job.arm == arm]
             if not mine:
                 continue
             # Mean return of the episodes that end in each twentieth of the run, per seed.
             arr = np.array([_binned(r.curve, edges) for r in mine])
             mean, std = np.nanmean(arr, 0), np.nanstd(arr, 0)
-            label = "SAC, true reward" if mode == "sac" else f"{mode} oracle labels"
-            ax.plot(edges[1:], mean, color=color, label=label)
+            ax.plot(edges[1:], mean, color=color, label=_arm_label(arm, task.labels))
             ax.fill_between(edges[1:], mean - std, mean + std, color=color, alpha=0.2)
-        seeds = len({r.job.seed for r in results if r.job.env_id == env_id})
-        ax.set(title=f"{env_id} ({seeds} seeds)", xlabel="environment steps", ylabel="true return")
+        seeds = len({r.job.seed for r in results if r.job.env_id == task.env_id})
+        ax.set(title=f"{task.env_id} ({seeds} seeds)", xlabel="environment steps")
+        ax.set(ylabel="true return")
         ax.grid(alpha=0.3)
-    axes.flat[0].legend(loc="upper left", fontsize=8)
+        ax.legend(loc="upper left", fontsize=8)
     fig.suptitle("mean ± std over seeds")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
+
+
+def _arm_label(arm: str, labels: int) -> str:
+    return {"sac": "SAC, true reward", "pebble": f"PEBBLE, {labels} labels"}.get(
+        arm, f"PPO-RLHF, {labels} labels"
+    )
 
 
 def _binned(curve: list[tuple[int, float]], edges: np.ndarray) -> list[float]:
@@ -148,11 +237,56 @@ def _binned(curve: list[tuple[int, float]], edges: np.ndarray) -> list[float]:
     return [float(ys[m].mean()) if m.any() else np.nan for m in inside]
 
 
+def _table(tasks: list[Task], results: list[Result]) -> dict[str, float]:
+    """Print one row per (task, arm); return the headline figures."""
+    print("| task | arm | per seed | mean +- std | / SAC true reward | target | steps/s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    head: dict[str, float] = {}
+    for task in tasks:
+        means: dict[str, float] = {}
+        for arm in task.arms:
+            mine = sorted(
+                (r for r in results if r.job.env_id == task.env_id and r.job.arm == arm),
+                key=lambda r: r.job.seed,
+            )
+            if not mine:
+                continue
+            rets = [r.final_return for r in mine]
+            means[arm] = statistics.fmean(rets)
+            std = statistics.pstdev(rets)
+            sps = statistics.median(r.sps for r in mine)
+            sac = means.get("sac")
+            ratio = means[arm] / sac if sac else float("nan")
+            verdict = ""
+            if arm == "pebble":
+                verdict = "met" if ratio >= TARGET_RATIO else "not met"
+            elif arm == "ppo" and "pebble" in means:
+                verdict = "pebble above" if means["pebble"] > means[arm] else "pebble below"
+            seeds = ", ".join(f"{v:.0f}" for v in rets)
+            name = f"{task.env_id}, {task.steps // 1000}k, {task.labels} labels"
+            print(f"| {name} | {arm} | {seeds} | {means[arm]:.0f} +- {std:.0f} | {ratio:.2f} |"
+                  f" {verdict} | {sps:.0f} |")  # fmt: skip
+        short = task.env_id.split("/")[-1].split("-v")[0].replace("-", "_").lower()
+        if means.get("sac") and "pebble" in means:
+            head[f"ratio_pebble_over_sac_{short}"] = means["pebble"] / means["sac"]
+        if "ppo" in means and "pebble" in means:
+            head[f"pebble_minus_ppo_{short}"] = means["pebble"] - means["ppo"]
+    return head
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env-id", nargs="+", default=["HalfCheetah-v5", "Walker2d-v5"])
-    parser.add_argument("--steps", type=int, default=1_000_000)
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument(
+        "--env-id", nargs="+", default=None, help="these tasks (default: every target here)"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=None, help="every task's env steps (default: the task's)"
+    )
+    parser.add_argument(
+        "--labels", type=int, default=None, help="every task's labels (default: the task's)"
+    )
+    parser.add_argument("--mistake", type=float, default=0.0, help="teacher's mistake rate")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 1..N")
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time")
     parser.add_argument(
         "--hidden-dtype",
@@ -165,53 +299,37 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="HalfCheetah, 1k steps, 1 seed")
     args = parser.parse_args()
     if args.quick:
-        args.env_id, args.steps, args.seeds = ["HalfCheetah-v5"], 1000, 1
+        args.seeds = 1
+    tasks, notes = _tasks(args)
     if args.hidden_dtype == "auto":  # resolved here, so each result's key names the dtype used
         precision = choose("cpu")
         args.hidden_dtype = precision.dtype
         print(f"SAC hidden layers: {precision.dtype} ({precision.why})")
+    for note in notes:
+        print(note)
     with tempfile.TemporaryDirectory() as tmp:
         out = args.out or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
         jobs = [
-            Job(env, mode, seed, args.steps, args.quick, str(out), args.hidden_dtype)
-            for env in args.env_id
+            Job(task.env_id, arm, seed, task.steps, 0 if arm == "sac" else task.labels,
+                args.mistake, args.quick, str(out), args.hidden_dtype)
+            for task in tasks
             for seed in range(1, args.seeds + 1)
-            for mode in MODES
-        ]
+            for arm in task.arms
+        ]  # fmt: skip
         done = _load(out)
         todo = [job for job in jobs if job.key not in done]
         print(f"{len(jobs) - len(todo)} of {len(jobs)} runs already in {out}", flush=True)
         ran = (
-            run_jobs(_train, todo, num_cpus=args.jobs, describe=lambda r: r.job.mode)
-            if todo
-            else []
+            run_jobs(_train, todo, num_cpus=args.jobs, describe=lambda r: r.job.key) if todo else []
         )
         results = [done[job.key] for job in jobs if job.key in done] + list(ran)
     if args.plot:
-        _plot(results, args.env_id, args.steps, args.plot)
+        _plot(results, tasks, args.plot)
         print(f"plot: {args.plot}")
-    print(f"{args.steps} env steps, {args.seeds} seed(s); final true return (last 10% of steps)")
-    print("| env | mode | return | / SAC true reward | steps/s |\n| --- | --- | --- | --- | --- |")
-    head: dict[str, float] = {}
-    for env in args.env_id:
-        means = {}
-        for mode in MODES:
-            rets = [r.final_return for r in results if r.job.env_id == env and r.job.mode == mode]
-            sps = statistics.median(
-                r.sps for r in results if r.job.env_id == env and r.job.mode == mode
-            )
-            means[mode] = statistics.fmean(rets)
-            std = statistics.pstdev(rets)
-            print(f"| {env} | {mode} | {means[mode]:.0f} +- {std:.0f} | "
-                  f"{means[mode] / means['sac']:.2f} | {sps:.0f} |")  # fmt: skip
-        if not head:
-            head = means
-    print(
-        f"ratio_pebble400_over_sac={head['pebble400'] / head['sac']:.2f}"
-        f" ratio_pebble100_over_sac={head['pebble100'] / head['sac']:.2f}"
-        f" pebble400_minus_ppo700={head['pebble400'] - head['ppo700']:.0f}"
-    )
+    print(f"{args.seeds} seed(s); final true return (last 10% of steps)")
+    head = _table(tasks, results)
+    print(" ".join(f"{k}={v:.2f}" for k, v in head.items()))
 
 
 if __name__ == "__main__":
