@@ -26,6 +26,9 @@ from rlhf.reward.train import TrainStats, train_ensemble
 
 MIN_FRESH = 10
 """New labels a round needs before their accuracy may restart the members (fewer: noise)."""
+FRESH_POOL = 30
+"""Decided labels (not 'equal') the held-out figure of a run without a validation split pools,
+from the newest rounds back: one round's 10-20 new labels move a share by about 0.1."""
 
 
 class RewardLearner:
@@ -61,6 +64,9 @@ class RewardLearner:
         """Of those, the labels (the store hands them oldest first, so later ones are new)."""
         self.stats: TrainStats | None = None
         """Figures of the last training round."""
+        self.fresh_hits: list[tuple[int, int]] = []
+        """Per round after the first: (decided new labels, those the reward ordered right
+        before it trained on them)."""
 
     @property
     def trained(self) -> bool:
@@ -93,6 +99,9 @@ class RewardLearner:
         ratings = ratings or []
         fresh = prefs[self.fitted_prefs :] if self.trained else []
         accuracy = preference_accuracy(self.ensemble, fresh) if fresh else float("nan")
+        decided = sum(p.mu != 0.5 for p in fresh)
+        if decided:
+            self.fresh_hits.append((decided, round(accuracy * decided)))
         restart = len(fresh) >= MIN_FRESH and accuracy < self.cfg.restart_below
         if restart:
             self._restart(rng)
@@ -173,6 +182,26 @@ class RewardLearner:
         return float(self.stats.val_accuracy)
 
     @property
+    def pooled_fresh_accuracy(self) -> float | None:
+        """The share of the newest labels (at least :data:`FRESH_POOL` decided ones, pooled
+        from the latest rounds back) that the reward ordered right before any round trained on
+        them: a held-out figure without a validation split. None below :data:`MIN_FRESH`."""
+        decided = right = 0
+        for n, hits in reversed(self.fresh_hits):
+            decided, right = decided + n, right + hits
+            if decided >= FRESH_POOL:
+                break
+        return right / decided if decided >= MIN_FRESH else None
+
+    @property
+    def held_out_accuracy(self) -> float | None:
+        """The pair accuracy a person reads: on the validation split, or where every label
+        trains (no split), on the newest labels before they were trained on."""
+        if self.stats is not None and self.stats.n_val > 0:
+            return self.val_accuracy
+        return self.pooled_fresh_accuracy
+
+    @property
     def val_grade_agreement(self) -> float | None:
         """Share of held-out clip pairs with different grades that the last round orders as the
         grades do, or None (no round yet, or no such pair held out)."""
@@ -183,7 +212,7 @@ class RewardLearner:
     def held_out_figure(self, feedback_kind: str) -> float | None:
         """The held-out figure a person reads for this kind of feedback: the grade agreement
         of a ratings-only run, the pair accuracy otherwise."""
-        return self.val_grade_agreement if feedback_kind == "ratings" else self.val_accuracy
+        return self.val_grade_agreement if feedback_kind == "ratings" else self.held_out_accuracy
 
     # -- state ----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -198,6 +227,7 @@ class RewardLearner:
             "fitted_on": self.fitted_on,
             "fitted_prefs": self.fitted_prefs,
             "stats": None if self.stats is None else dataclasses.asdict(self.stats),
+            "fresh_hits": [list(pair) for pair in self.fresh_hits],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -207,6 +237,9 @@ class RewardLearner:
         # Older checkpoints: every label was a preference unless ratings say otherwise.
         self.fitted_prefs = int(state.get("fitted_prefs", self.fitted_on))
         self.stats = None if state["stats"] is None else TrainStats(**state["stats"])
+        self.fresh_hits = [
+            (int(n), int(hits)) for n, hits in state.get("fresh_hits", [])
+        ]  # older: none
 
     @classmethod
     def from_state_dict(

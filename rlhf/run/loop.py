@@ -294,7 +294,7 @@ def show_agent(
     """The agent in view (:mod:`rlhf.run.agent_view`): the page's learning curve, a clip of the
     policy every few iterations, and the clips drawn so far in TensorBoard."""
     learned = segment_returns(p.reward, segments) if p.reward.trained and segments else None
-    point = (rollout.episode_returns, learned, p.reward.val_accuracy)
+    point = (rollout.episode_returns, learned, p.reward.held_out_accuracy)
     t.clips_logged = view.show(
         t.cfg, p.store, t.logger, iteration, t.collector.global_step, segments, point,
         t.clips_logged,

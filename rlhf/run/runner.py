@@ -257,7 +257,7 @@ def _summary(t: Trainer, phase: Phase, error: str | None) -> Summary:
         final_true_return=p.mean_return,
         episodes=p.episodes,
         labels_used=0 if prefs is None else prefs.reward.fitted_on,
-        reward_val_accuracy=None if prefs is None else prefs.reward.val_accuracy,
+        reward_val_accuracy=None if prefs is None else prefs.reward.held_out_accuracy,
         sessions=p.sessions,
         error=error,
         final_success_rate=p.success_rate,

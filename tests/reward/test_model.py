@@ -11,7 +11,7 @@ import torch
 
 from rlhf.core.types import Pair
 from rlhf.reward.bradley_terry import preference_accuracy
-from rlhf.reward.learner import MIN_FRESH, RewardLearner
+from rlhf.reward.learner import FRESH_POOL, MIN_FRESH, RewardLearner
 from rlhf.reward.model import RewardEnsemble
 
 
@@ -211,3 +211,33 @@ def test_new_labels_the_reward_misorders_restart_the_members(small_cfg, toy, rng
     np.testing.assert_array_equal(again.score(obs, act), on.score(obs, act))
     # Fewer than MIN_FRESH new labels are too few to judge the reward by.
     assert not second_round(0.5, flipped[: MIN_FRESH - 1]).stats.restarted
+
+
+def test_without_a_validation_split_the_held_out_figure_is_the_newest_labels_before_training(
+    small_cfg, toy, rng
+):
+    # Every label trains (--reward-model.val-fraction 0), so there is no validation accuracy;
+    # what a person reads instead is how the reward ordered the newest labels before any round
+    # trained on them: pooled from the latest rounds back until FRESH_POOL are decided.
+    cfg = replace(small_cfg, val_fraction=0.0, max_epochs=5)
+    learner = RewardLearner(toy.obs_dim, toy.act_dim, cfg, seed=2)
+    labels = toy.preferences(100, rng)
+    learner.fit(labels[:40], np.random.default_rng(0))
+    assert learner.held_out_accuracy is None  # nothing was ever judged before training on it
+    expected = []
+    for end in (52, 64, 76, 100):
+        new = labels[learner.fitted_prefs : end]
+        expected.append((len(new), round(preference_accuracy(learner.ensemble, new) * len(new))))
+        learner.fit(labels[:end], np.random.default_rng(end))
+    assert learner.val_accuracy is None and learner.fresh_hits == expected
+    # The newest rounds back to FRESH_POOL (30): 24 + 12 = 36 labels.
+    assert FRESH_POOL == 30
+    assert learner.held_out_accuracy == pytest.approx((expected[-1][1] + expected[-2][1]) / 36)
+    assert learner.held_out_figure("pairs") == learner.held_out_accuracy
+    again = RewardLearner.from_state_dict(learner.state_dict())  # a resume keeps it
+    assert again.held_out_accuracy == learner.held_out_accuracy
+    # With a split, the figure is the validation accuracy, as before.
+    split = RewardLearner(toy.obs_dim, toy.act_dim, replace(cfg, val_fraction=0.2), seed=2)
+    split.fit(labels[:40], np.random.default_rng(0))
+    split.fit(labels[:60], np.random.default_rng(1))
+    assert split.held_out_accuracy == split.val_accuracy is not None

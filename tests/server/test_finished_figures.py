@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rlhf.config import Config, PPOConfig, QueryConfig
+from rlhf.config import Config, PPOConfig, QueryConfig, RewardConfig
 from rlhf.config.ratings import RatingsConfig
 from rlhf.run.runner import run
 from rlhf.server import create_app
@@ -15,8 +15,10 @@ from rlhf.store import LabelStore
 from tests.support.toy_env import ENV_ID
 
 
-@pytest.mark.parametrize("kind", ["pairs", "ratings"])
+@pytest.mark.parametrize("kind", ["pairs", "ratings", "pairs, every label"])
 def test_the_finished_status_is_the_summary(tmp_path: Path, kind: str) -> None:
+    every = kind.endswith("every label")  # no validation split: the newest labels measure it
+    kind = kind.split(",")[0]
     cfg = Config(
         env_id=ENV_ID,
         total_timesteps=1500,  # PPO takes whole iterations: the run ends past it, at 1,536
@@ -29,6 +31,7 @@ def test_the_finished_status_is_the_summary(tmp_path: Path, kind: str) -> None:
         ppo=PPOConfig(num_steps=512, num_minibatches=8),
         query=QueryConfig(total_labels=40, segment_length=10),
         ratings=RatingsConfig(levels=5),
+        reward_model=RewardConfig(val_fraction=0.0 if every else None),
     )
     run(cfg)
     root = tmp_path / kind
@@ -45,6 +48,8 @@ def test_the_finished_status_is_the_summary(tmp_path: Path, kind: str) -> None:
     assert status["latest_true_return"] == pytest.approx(summary["final_true_return"])
     if kind == "pairs":
         assert status["reward_accuracy"] == summary["reward_val_accuracy"]
+        if every:  # measured all the same, never "held out too few answers"
+            assert 0.0 <= summary["reward_val_accuracy"] <= 1.0
     else:  # a ratings run is measured by how it orders graded clips, never "not measured"
         assert summary["reward_val_accuracy"] is None
         assert 0.0 <= status["reward_accuracy"] <= 1.0
