@@ -33,6 +33,13 @@ class RewardConfig:
     """AdamW's decoupled weight decay: each step shrinks the weights by learning_rate x this. A
     few hundred answers cannot tell a feature that only came with progress in the labelled clips
     from progress itself; the decay keeps the reward from leaning on such a feature (0: none)."""
+    input_sparsity: float = 0.0
+    """Group lasso on each member's inputs: every gradient step adds this times the sum over the
+    input quantities (observation entries, action entries, the absorbing flag) of the norm of
+    the first layer's weights on that quantity, so a member leans on few of them. A task's
+    reward usually depends on a few quantities (a speed, a height, the effort of the actions);
+    with a few hundred answers and many inputs (Ant: 113), a member otherwise spreads its weight
+    over inputs that only happened to vary with the answers (0: off)."""
     dropout: float = 0.0
     """Dropout probability in training (prediction always runs in eval mode)."""
     batch_size: int = 64
@@ -111,6 +118,7 @@ class RewardConfig:
             at_least(check, "reward_model.hidden_sizes", width, 1, WIDTH_MAX)
         above(check, "reward_model.learning_rate", self.learning_rate, 0, 1.0)
         at_least(check, "reward_model.weight_decay", self.weight_decay, 0, 100.0)
+        at_least(check, "reward_model.input_sparsity", self.input_sparsity, 0, 100.0)
         within(check, "reward_model.dropout", self.dropout, 0, 1, "[)")
         within(check, "reward_model.val_fraction", self.val_fraction, 0, 1, "[)")
         at_least(check, "reward_model.batch_size", self.batch_size, 1, 10**6)

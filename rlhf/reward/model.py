@@ -75,6 +75,12 @@ class RewardNet(nn.Module):
         """Whether the output layer is still zero (the member predicts 0 everywhere)."""
         return not any(p.any() for p in self.body[-1].parameters())
 
+    def input_group_norm(self) -> torch.Tensor:
+        """Sum over input quantities of the norm of the first layer's weights on each (the
+        group lasso of --reward-model.input-sparsity; on standardised inputs, so every
+        quantity is penalised on the same scale)."""
+        return torch.linalg.vector_norm(self.body[0].weight, dim=0).sum()
+
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """(..., in_dim) -> (..., last hidden width): what the output layer reads."""
         return self.body[:-1]((x - self.in_mean) / self.in_std)

@@ -81,7 +81,7 @@ def train_ensemble_streaming(
         while epoch < cfg.max_epochs and any(s < cfg.patience for s in stale):
             active = [i for i, s in enumerate(stale) if s < cfg.patience]
             n_train, train_loss = _one_pass(
-                ensemble, opts, active, epochs(epoch), rng, cfg.label_noise
+                ensemble, opts, active, epochs(epoch), rng, cfg.label_noise, cfg.input_sparsity
             )
             epoch += 1
             for i in active:
@@ -112,6 +112,7 @@ def _one_pass(
     batches: Iterable[list[Preference]],
     rng: np.random.Generator,
     label_noise: float,
+    sparsity: float = 0.0,
 ) -> tuple[int, float]:
     """Train the ``active`` members on one pass; returns (labels seen, mean training loss)."""
     seen, total = 0, 0.0
@@ -123,6 +124,8 @@ def _one_pass(
             draws = rng.poisson(1.0, len(batch)) if ensemble.size > 1 else np.ones(len(batch))
             weights = torch.as_tensor(draws, dtype=torch.float32, device=data.x.device)
             loss = _weighted_loss(net, data, weights, label_noise)
+            if sparsity > 0:  # --reward-model.input-sparsity, as in the in-memory trainer
+                loss = loss + sparsity * net.input_group_norm()
             opts[i].zero_grad(set_to_none=True)
             loss.backward()
             opts[i].step()

@@ -164,6 +164,8 @@ def _run_epoch(
             pairs = torch.from_numpy(pair_b[i]).to(device) if i < len(pair_b) else empty
             clips = torch.from_numpy(clip_b[i]).to(device) if i < len(clip_b) else empty
             loss = _round_loss(net, r, pairs, clips)
+            if cfg.input_sparsity > 0:
+                loss = loss + cfg.input_sparsity * net.input_group_norm()
             if predictor is not None and r.unlabelled is not None:
                 loss = loss + cfg.self_predict * self_predict.loss(
                     net, predictor, r.unlabelled, rng

@@ -17,6 +17,7 @@ from rlhf.reward.model import RewardEnsemble
 from rlhf.reward.split import MIN_LABELS_FOR_VAL, split_indices
 from rlhf.reward.stream_train import train_ensemble_streaming
 from rlhf.reward.train import train_ensemble
+from tests.support.toy_reward import ToyTask
 
 
 def test_learns_a_known_reward_to_90_percent_on_held_out_pairs(toy):
@@ -286,4 +287,48 @@ def test_weight_decay_reaches_the_members_optimiser(toy, small_cfg, streamed):
             train_ensemble(ens, prefs, cfg, rng)
         weights = [p for name, p in ens.members[0].named_parameters() if "weight" in name]
         norms.append(sum(float(w.detach().norm()) for w in weights))
+    assert norms[1] < 0.8 * norms[0], norms
+
+
+def test_input_sparsity_finds_the_few_inputs_the_reward_depends_on():
+    """--reward-model.input-sparsity: 150 answers about a reward of one observation entry and
+    the actions' effort, among 100 observation entries (Ant has 105). Without the group lasso
+    the members spread their weight over entries that happened to vary with the answers and
+    order 60-66% of held-out pairs; with it, 90-95% (seeds 0-3)."""
+    toy, seed = ToyTask(obs_dim=100), 0
+    rng = np.random.default_rng(seed)
+    train, held_out = toy.preferences(150, rng), toy.preferences(1000, rng)
+    accuracy = {}
+    for sparsity in (0.0, 0.01):
+        cfg = general_reward(
+            RewardConfig(input_sparsity=sparsity, output_init="zero", min_epoch_steps=32)
+        )
+        ens = RewardEnsemble(toy.obs_dim, toy.act_dim, cfg, seed=seed)
+        train_ensemble(ens, train, cfg, np.random.default_rng(seed))
+        accuracy[sparsity] = preference_accuracy(ens, held_out)
+    assert accuracy[0.01] >= 0.85, accuracy
+    assert accuracy[0.01] >= accuracy[0.0] + 0.15, accuracy
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_input_sparsity_reaches_both_trainers(toy, small_cfg, streamed):
+    """The group lasso shrinks the first layer's weights on the inputs, in both trainers."""
+    prefs = toy.preferences(60, np.random.default_rng(0))
+    batches = [prefs[i : i + 5] for i in range(0, 50, 5)]
+    norms = []
+    for sparsity in (0.0, 1.0):
+        # A flat start: the first epoch always counts (an untrained member never wins early
+        # stopping), and there are steps enough for the penalty to show.
+        cfg = replace(
+            small_cfg, ensemble_size=1, input_sparsity=sparsity, max_epochs=5, output_init="zero",
+            min_epoch_steps=20, learning_rate=1e-2,
+        )  # fmt: skip
+        ens = RewardEnsemble(toy.obs_dim, toy.act_dim, cfg, seed=0)
+        rng = np.random.default_rng(1)
+        if streamed:
+            train_ensemble_streaming(ens, lambda _: batches, prefs[50:], cfg, rng)
+        else:
+            train_ensemble(ens, prefs, cfg, rng)
+        first = ens.members[0].body[0].weight.detach()
+        norms.append(float(first.norm(dim=0).sum()))
     assert norms[1] < 0.8 * norms[0], norms
