@@ -61,6 +61,11 @@ def arms(env_id: str, quick: bool, algo: str = "ppo") -> dict[str, RewardConfig]
         ),
         "every label, no early stop": every,
         "linear, every label": dataclasses.replace(every, hidden_sizes=()),
+        # the group lasso on the inputs (--reward-model.input-sparsity) on each of the two fits
+        "32 steps, flat, sparse inputs": dataclasses.replace(
+            base, min_epoch_steps=32, output_init="zero", input_sparsity=0.01
+        ),
+        "every label, sparse inputs": dataclasses.replace(every, input_sparsity=0.01),
     }
 
 
@@ -193,6 +198,8 @@ def main() -> None:
     n = budgets[0]
     default, every = headline[f"defaults@{n}"], headline[f"every label, no early stop@{n}"]
     linear = headline[f"linear, every label@{n}"]
+    sparse = headline[f"32 steps, flat, sparse inputs@{n}"]
+    every_sparse = headline[f"every label, sparse inputs@{n}"]
     held_out_fifth = headline[f"a fifth held out, 30 epochs@{n}"]
     one_pass, flat = (
         headline[f"one pass an epoch, random@{n}"],
@@ -204,7 +211,7 @@ def main() -> None:
         f" ratio_acc_defaults_vs_fifth={default / held_out_fifth:.2f}"
         f" defaults_acc={default:.3f} one_pass_acc={one_pass:.3f} flat_acc={flat:.3f}"
         f" every_acc={every:.3f}"
-        f" linear_acc={linear:.3f}"
+        f" linear_acc={linear:.3f} sparse_acc={sparse:.3f} every_sparse_acc={every_sparse:.3f}"
         f" labels={n} seeds={seeds} env={args.env_id} algo={args.algo}"
     )
 
