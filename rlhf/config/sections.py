@@ -39,7 +39,8 @@ class RewardConfig:
     the first layer's weights on that quantity, so a member leans on few of them. A task's
     reward usually depends on a few quantities (a speed, a height, the effort of the actions);
     with a few hundred answers and many inputs (Ant: 113), a member otherwise spreads its weight
-    over inputs that only happened to vary with the answers (0: off)."""
+    over inputs that only happened to vary with the answers (0: off; measured, not the default:
+    docs/results/few-labels.md)."""
     dropout: float = 0.0
     """Dropout probability in training (prediction always runs in eval mode)."""
     batch_size: int = 64
