@@ -28,13 +28,13 @@ import dataclasses
 import functools
 from collections.abc import Callable
 
-import gymnasium as gym
 import numpy as np
 import torch
 
 from rlhf.config import Config, RewardConfig
 from rlhf.config.presets import with_preset
 from rlhf.core.types import Pair, Preference, Segment
+from rlhf.envs.make import make_env  # also routes MuJoCo 4's deprecation notes to logging
 from rlhf.reward.learner import RewardLearner
 
 SEGMENT = 50
@@ -74,7 +74,7 @@ def rollout(
 ) -> list[Segment]:
     """``steps`` steps of ``policy`` (a function of the step), cut into segments that do not
     cross an episode's end."""
-    env = gym.make(env_id)
+    env = make_env(env_id)
     obs, _ = env.reset(seed=seed)
     segments, buf = [], ([], [], [])
     for t in range(steps):
@@ -162,7 +162,7 @@ def main() -> None:
     budgets = args.labels or ([20] if args.quick else [50])
     seeds = args.seeds or (2 if args.quick else 5)
     rng = np.random.default_rng(0)
-    act_dim = gym.make(args.env_id).action_space.shape[0]
+    act_dim = make_env(args.env_id).action_space.shape[0]
     random_steps = 4000 if args.quick else 20_000
     pool = rollout(args.env_id, lambda t: rng.normal(size=act_dim), random_steps, seed=0)
     fit_on, held_out = pool[: len(pool) // 2], pool[len(pool) // 2 :]
