@@ -30,7 +30,8 @@ it leaves out and the command that runs them. ``--steps`` scales every task to o
 largest this machine allows in the time at hand; the results name their budget, so runs of
 several budgets never mix). ``--out DIR`` keeps one JSON file per finished run (its curve
 included) and skips those runs on the next invocation, so a grid can be stopped and continued (a
-run stopped before its end starts again); both venvs can share one ``--out``.
+run stopped before its end goes on from its last checkpoint, written every five minutes; one
+whose checkpoint is damaged starts again); both venvs can share one ``--out``.
 SAC's hidden layers run in what ``rlhf train`` picks (``--hidden-dtype auto``: bfloat16 where the
 CPU multiplies it natively, about twice as fast: scripts/bench_sac.py; else float32); a run's
 result names the dtype it used, so results from machines of either kind never mix.
@@ -45,8 +46,9 @@ import shutil
 import statistics
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -55,6 +57,9 @@ from rlhf.envs import dmc
 from rlhf.envs.goals import mujoco_release
 from rlhf.sweep import run_jobs
 from rlhf.sweep.worker import read_curve
+
+if TYPE_CHECKING:
+    from rlhf.config import Config
 
 ARMS = ("sac", "pebble", "ppo")
 """SAC on the env's reward, PEBBLE (SAC) on labels, PPO on the same labels."""
@@ -125,8 +130,6 @@ def _train(job: Job) -> Result:
     sac = SACConfig(hidden_dtype=job.hidden_dtype)  # type: ignore[arg-type]
     if job.quick:
         sac = SACConfig(learning_starts=600, pretrain_steps=200, hidden_dtype=job.hidden_dtype)  # type: ignore[arg-type]
-    # A run stopped before its result was written starts again from scratch.
-    shutil.rmtree(Path(job.out) / job.key, ignore_errors=True)
     cfg = Config(
         env_id=job.env_id, algo="ppo" if job.arm == "ppo" else "sac", seed=job.seed,
         total_timesteps=job.steps, reward="env" if job.arm == "sac" else "learned",
@@ -134,7 +137,7 @@ def _train(job: Job) -> Result:
         device="cpu", query=QueryConfig(total_labels=max(job.labels, 1)),
         teacher=TeacherConfig(mistake=job.mistake),
     )  # fmt: skip
-    summary = run(cfg)
+    summary = run(_resumed(cfg, Path(job.out) / job.key))
     tb = Path(job.out) / job.key / "tb"
     curve = [(int(step), float(value)) for step, value in read_curve(tb)]
     late = [value for step, value in curve if step >= 0.9 * job.steps]
@@ -147,6 +150,26 @@ def _train(job: Job) -> Result:
     tmp.write_text(json.dumps(asdict(result)))
     tmp.replace(results / f"{job.key}.json")
     return result
+
+
+def _resumed(cfg: Config, run_dir: Path) -> Config:
+    """``cfg`` continuing ``run_dir`` from its last checkpoint where a stopped grid left one (a
+    300k run takes most of an hour here), else ``cfg`` in an emptied ``run_dir``."""
+    from rlhf.config import ConfigError
+    from rlhf.run.resume import resume_state
+
+    if (run_dir / "checkpoints").is_dir():
+        resumed = replace(cfg, resume=str(run_dir))
+        try:
+            step = (resume_state(resumed) or {}).get("progress", {}).get("env_steps")
+        except ConfigError as exc:  # a damaged checkpoint: the run starts again
+            print(f"{run_dir.name}: starting again ({exc})", flush=True)
+        else:
+            if step:
+                print(f"{run_dir.name}: resuming from its checkpoint at step {step:,}", flush=True)
+                return resumed
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return cfg
 
 
 def _load(out: Path) -> dict[str, Result]:

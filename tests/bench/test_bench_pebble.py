@@ -1,0 +1,30 @@
+"""bench_pebble's grid across sittings: a run stopped before its result was saved goes on from
+its checkpoint (a 300k PEBBLE run takes most of an hour here), a damaged one starts again."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+SCRIPTS = str(Path(__file__).resolve().parents[2] / "scripts")
+if SCRIPTS not in sys.path:  # as when run
+    sys.path.insert(0, SCRIPTS)
+import bench_pebble as bench  # noqa: E402
+
+
+def test_a_stopped_run_goes_on_from_its_checkpoint_and_a_damaged_one_starts_again(
+    short_tmp: Path,
+) -> None:
+    job = bench.Job("HalfCheetah-v5", "pebble", 1, 1000, 20, 0.0, True, str(short_tmp))
+    first = bench._train(job)
+    run_dir, saved = short_tmp / job.key, short_tmp / "results" / f"{job.key}.json"
+    (run_dir / "marker").write_text("")  # what starting the run again would remove
+    saved.unlink()  # stopped after its last checkpoint, before its result was saved
+    again = bench._train(job)
+    assert (run_dir / "marker").exists(), "the run started again instead of going on"
+    assert again.curve == first.curve and saved.is_file()
+    saved.unlink()
+    (run_dir / "checkpoints" / "last.pt").write_bytes(b"not a checkpoint")
+    fresh = bench._train(job)
+    assert not (run_dir / "marker").exists()  # started again, in an emptied directory
+    assert fresh.curve == first.curve  # one seed makes the run
