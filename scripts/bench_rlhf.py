@@ -39,6 +39,8 @@ each arm's return per step of those episodes beside it (``per step``: what it ea
     .venv/bin/python scripts/bench_rlhf.py --env-id Hopper-v5 --end-margin 0  # without its preset
     .venv/bin/python scripts/bench_rlhf.py --env-id Walker2d-v5 --set query.segment-length=25
                                         # any other rlhf train setting, for the RLHF runs
+    .venv/bin/python scripts/bench_rlhf.py --out runs/screen --baseline-from runs/bench \
+        --set reward-model.weight-decay=0   # RLHF runs only: PPO's from an earlier grid
 
 Needs the bench extra (matplotlib): scripts/setup.sh bench
 """
@@ -50,7 +52,7 @@ import itertools
 import json
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -437,6 +439,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (one core each)")
     parser.add_argument("--out", type=Path, default=None, help="results directory")
     parser.add_argument(
+        "--baseline-from",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="DIR",
+        help="also take PPO's results from these directories (other grids' --out), so a grid"
+        " that screens a setting runs only its RLHF runs beside the PPO runs of the grid it is"
+        " compared with (a run repeats to the last digit on one machine, not across machines)",
+    )
+    parser.add_argument(
         "--plot",
         type=Path,
         default=None,
@@ -591,9 +603,15 @@ def _described(job: Job) -> str:
     return f"{task} {job.mode}{teacher} seed {job.seed}"
 
 
-def _run(jobs: list[Job], out: Path, parallel: int, keep: bool = False) -> dict[str, Result]:
-    """Every job's result: those already in ``out``, the others run (and saved there)."""
+def _run(
+    jobs: list[Job], out: Path, parallel: int, keep: bool = False, baselines: Sequence[Path] = ()
+) -> dict[str, Result]:
+    """Every job's result: those already in ``out`` (PPO's also in ``baselines``), the others run
+    (and saved in ``out``)."""
     done = _load(out)
+    for where in baselines:
+        ppo = {key: r for key, r in _load(where).items() if r.job.mode == "ppo"}
+        done = ppo | done
     todo = list({job.key: job for job in jobs if job.key not in done}.values())
     print(f"{len(jobs) - len(todo)} runs already in {out}; {len(todo)} to run", flush=True)
     if todo:  # no Ray start-up when every run is already there
@@ -615,11 +633,14 @@ def main() -> None:
         grid = _grid(args)
     except SpecError as exc:
         parser.error(str(exc))
+    for where in args.baseline_from:
+        if not where.is_dir():
+            parser.error(f"--baseline-from {where}: no such directory")
     out = args.out or Path(tempfile.gettempdir()) / f"bench_rlhf_{grid.steps}"
     out.mkdir(parents=True, exist_ok=True)
     print(f"seeds: {' '.join(map(str, grid.seeds))} ({SEED_NOTES[grid.seed_set]})")
     jobs = grid.jobs(args, extra)
-    done = _run(jobs, out, args.jobs, args.keep_runs)
+    done = _run(jobs, out, args.jobs, args.keep_runs, args.baseline_from)
     if args.keep_runs:
         runs = short_path(out / RUNS)
         print(f"every run's directory: {runs} ({program('tensorboard')} --logdir {runs})")

@@ -328,3 +328,22 @@ def test_without_keep_runs_nothing_is_left(bench, tmp_path: Path, monkeypatch) -
     monkeypatch.setattr(bench.tempfile, "tempdir", str(tmp_path))
     bench._train(bench.Job("Hopper-v5", "ppo", 1, 2048, 0))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_screen_takes_ppo_from_the_grid_it_is_compared_with(
+    bench, tmp_path, monkeypatch, capsys
+) -> None:
+    before, screen = tmp_path / "before", tmp_path / "screen"
+    before.mkdir(), screen.mkdir()
+    argv = ["--quick", "--n-seeds", "2", "--labels", "100", "--mistake", "0.1"]
+    for job in _cached(bench, [*argv, "--out", str(before)], before):
+        if job.mode != "ppo":  # the screen's own runs; the earlier grid keeps only PPO's
+            (before / f"{job.key}.json").rename(screen / f"{job.key}.json")
+    monkeypatch.setattr(bench, "run_jobs", lambda *a, **k: pytest.fail("nothing is to run"))
+    argv += ["--out", str(screen), "--baseline-from", str(before)]
+    lines = _main(bench, monkeypatch, capsys, argv)
+    assert lines[1].startswith("4 runs already in ")
+    assert parse_figures(lines[-1])["ratio_Hopper"] == "0.53"  # the table above's figure
+    with pytest.raises(SystemExit):
+        _main(bench, monkeypatch, capsys, [*argv[:-1], str(tmp_path / "nowhere")])
+    assert "--baseline-from " in capsys.readouterr().err
