@@ -64,6 +64,10 @@ if TYPE_CHECKING:
 ARMS = ("sac", "pebble", "ppo")
 """SAC on the env's reward, PEBBLE (SAC) on labels, PPO on the same labels."""
 TARGET_RATIO = 0.9
+PEBBLE_FIT = "e32"
+"""In the pebble arm's result keys: its reward rounds make at least 32 gradient steps an epoch
+(SAC's default since it was held out). Results from before keep keys without it, so they never
+stand for today's default."""
 """PEBBLE's final return over SAC's on the true reward that the issue asks for."""
 
 
@@ -107,6 +111,8 @@ class Job:
         key = f"{env}__{self.arm}__{self.seed}__{self.steps}"
         if self.arm != "sac":
             key += f"__{self.labels}" + (f"__m{self.mistake:g}" if self.mistake else "")
+        if self.arm == "pebble":
+            key += f"__{PEBBLE_FIT}"
         if self.arm != "ppo":  # PPO has no such setting
             key += f"__{self.hidden_dtype}"
         return key + ("__quick" if self.quick else "")

@@ -40,13 +40,14 @@ SAC = Preset(
     replay_share=0.0,
     val_fraction=0.0,
     max_epochs=100,
+    min_epoch_steps=32,
     why="SAC optimises whatever the first round leaves, and a round that stops early on a fifth"
-    " of 200 labels had not fitted them; PEBBLE fits every label (measured:"
-    " docs/results/off-policy.md)",
+    " of 200 labels, or passes over them in a few steps, had not fitted them; PEBBLE fits every"
+    " label (measured: docs/results/off-policy.md)",
 )
 """What every env starts with under ``--algo sac`` (PEBBLE): its reward rounds fit every label
-for up to 100 epochs, without a validation split. SAC has no per-env presets (those were all
-measured with PPO)."""
+for up to 100 epochs of at least 32 gradient steps, without a validation split. SAC has no
+per-env presets (those were all measured with PPO)."""
 
 _FLAT_START = {"min_epoch_steps": 32, "output_init": "zero"}
 """Reward members that start flat and train at least 32 steps an epoch: for the tasks whose

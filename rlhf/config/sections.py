@@ -51,8 +51,8 @@ class RewardConfig:
     min_epoch_steps: Annotated[int | None, tyro.conf.arg(metavar="INT")] = None
     """Gradient steps an epoch makes at least: with few labels it passes over them several
     times, so early stopping does not end a first round near chance (140 training labels are 3
-    steps a pass). Default: the env's preset (32 on HalfCheetah and Walker2d;
-    rlhf/config/presets.py), else 1 (one pass per epoch)."""
+    steps a pass). Default: 32 with --algo sac, else the env's preset (32 on HalfCheetah and
+    Walker2d; rlhf/config/presets.py), else 1 (one pass per epoch)."""
     output_init: Annotated[
         Literal["random", "zero"] | None, tyro.conf.arg(metavar="{random,zero}")
     ] = None

@@ -52,7 +52,7 @@ def test_an_env_without_a_preset_gets_the_general_defaults_silently() -> None:
         ({}, (32, "zero")),  # a reward to learn: what the preset is for
         ({"reward": "env"}, (1, "random")),  # nothing to learn
         ({"reward_model_file": "saved.pt"}, (1, "random")),  # a trained reward
-        ({"algo": "sac"}, (1, "random")),  # measured with PPO only
+        ({"algo": "sac"}, (32, "random")),  # SAC's own: 32 steps, from random members
         ({"reward_model": RewardConfig(output_init="random")}, (32, "random")),  # a flag wins
     ],
 )
@@ -62,7 +62,7 @@ def test_walker2d_reward_members_start_flat_and_train_longer(
     cfg, line = with_preset(Config(env_id="Walker2d-v5", **overrides))
     assert (cfg.reward_model.min_epoch_steps, cfg.reward_model.output_init) == expected
     said = line is not None and line.startswith("Walker2d preset: --reward-model.min-epoch-steps")
-    assert said == (expected != (1, "random"))
+    assert said == (expected != (1, "random") and "algo" not in overrides)
 
 
 def test_halfcheetah_reward_members_start_flat_and_train_longer_too() -> None:
@@ -194,6 +194,16 @@ def test_sac_fits_every_label_for_longer_on_every_env(overrides: dict, expected:
         assert (cfg.reward_model.val_fraction, cfg.reward_model.max_epochs) == expected
         sac_line = line is not None and line.startswith("--algo sac: --reward-model.")
         assert sac_line == (expected[1] == 100)
+
+
+def test_sac_rounds_make_at_least_32_steps_an_epoch_on_every_env() -> None:
+    for env_id in ("HalfCheetah-v5", "Swimmer-v5", "Hopper-v5"):
+        cfg, line = with_preset(Config(env_id=env_id, algo="sac"))
+        assert cfg.reward_model.min_epoch_steps == 32
+        assert line is not None and "--reward-model.min-epoch-steps 32" in line
+    given = RewardConfig(min_epoch_steps=1)
+    cfg, _ = with_preset(Config(env_id="Swimmer-v5", algo="sac", reward_model=given))
+    assert cfg.reward_model.min_epoch_steps == 1  # a flag wins
 
 
 def test_outside_a_run_the_reward_settings_left_unset_are_the_general_ones() -> None:

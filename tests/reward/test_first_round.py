@@ -29,10 +29,12 @@ def test_sacs_first_round_follows_the_true_reward_on_held_out_segments(
 ) -> None:
     # A SAC run asks its first labels when exploration ends (step 14k with the defaults): about
     # 130 perfect answers on segments that differ mostly in control cost. Measured over label
-    # draws 0-5 on 100 held-out random-policy segments: with the defaults (every label, up to
-    # 100 epochs) 0.78-0.84 of pairs ordered right and a per-step correlation with the true
-    # reward of 0.28-0.35; with PPO's fit (a fifth held out, early stopping), which SAC ran
-    # before, 0.62-0.73 and 0.08-0.21. The bars sit between, on the mean of three draws.
+    # draws 0-5 on 100 held-out random-policy segments: every label for up to 100 epochs of one
+    # pass (SAC's default until it made 32 steps an epoch) 0.78-0.84 of pairs ordered right and
+    # a per-step correlation with the true reward of 0.28-0.35; with PPO's fit (a fifth held
+    # out, early stopping), which SAC ran before that, 0.62-0.73 and 0.08-0.21. Today's default
+    # (32 steps an epoch), draws 0-2: 0.898 and 0.533 in the mean. The bars sit between it and
+    # one pass an epoch, on the mean of three draws.
     cfg, _ = with_preset(Config(env_id=ENV, algo="sac", feedback="synthetic"))
     act_dim = gym.make(ENV).action_space.shape[0]
     noise = np.random.default_rng(0)
@@ -47,5 +49,5 @@ def test_sacs_first_round_follows_the_true_reward_on_held_out_segments(
         accuracy.append(bench.pair_accuracy(learner, held_out, np.random.default_rng(seed)))
         correlation.append(bench.step_correlation(learner, held_out))
     record_property("measured", f"{np.mean(accuracy):.3f} {np.mean(correlation):.3f}")
-    assert np.mean(accuracy) >= 0.76
-    assert np.mean(correlation) >= 0.24
+    assert np.mean(accuracy) >= 0.85
+    assert np.mean(correlation) >= 0.42
