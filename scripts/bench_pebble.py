@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rlhf.agent.precision import choose
+from rlhf.config.presets import SAC
 from rlhf.envs import dmc
 from rlhf.envs.goals import mujoco_release
 from rlhf.sweep import run_jobs
@@ -64,11 +65,11 @@ if TYPE_CHECKING:
 ARMS = ("sac", "pebble", "ppo")
 """SAC on the env's reward, PEBBLE (SAC) on labels, PPO on the same labels."""
 TARGET_RATIO = 0.9
-PEBBLE_FIT = "e32"
-"""In the pebble arm's result keys: its reward rounds make at least 32 gradient steps an epoch
-(SAC's default since it was held out). Results from before keep keys without it, so they never
-stand for today's default."""
 """PEBBLE's final return over SAC's on the true reward that the issue asks for."""
+PEBBLE_FIT = f"e{SAC.min_epoch_steps}" if SAC.min_epoch_steps != 1 else ""
+"""In the pebble arm's result keys: the gradient steps its reward rounds make at least an
+epoch, SAC's default (rlhf/config/presets.py). Results of one step (before 32 became the
+default) keep keys without it, so a result never stands for a fit it did not run."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ class Job:
         key = f"{env}__{self.arm}__{self.seed}__{self.steps}"
         if self.arm != "sac":
             key += f"__{self.labels}" + (f"__m{self.mistake:g}" if self.mistake else "")
-        if self.arm == "pebble":
+        if self.arm == "pebble" and PEBBLE_FIT:
             key += f"__{PEBBLE_FIT}"
         if self.arm != "ppo":  # PPO has no such setting
             key += f"__{self.hidden_dtype}"
@@ -163,7 +164,10 @@ def _resumed(cfg: Config, run_dir: Path) -> Config:
     300k run takes most of an hour here), else ``cfg`` in an emptied ``run_dir``."""
     from rlhf.config import ConfigError
     from rlhf.run.resume import resume_state
+    from rlhf.run.run_dir import RunDir, busy, is_trainer_running
 
+    if is_trainer_running(RunDir(run_dir)):  # another invocation's run: never removed
+        raise busy(RunDir(run_dir))
     if (run_dir / "checkpoints").is_dir():
         resumed = replace(cfg, resume=str(run_dir))
         try:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPTS = str(Path(__file__).resolve().parents[2] / "scripts")
 if SCRIPTS not in sys.path:  # as when run
     sys.path.insert(0, SCRIPTS)
@@ -28,3 +30,15 @@ def test_a_stopped_run_goes_on_from_its_checkpoint_and_a_damaged_one_starts_agai
     fresh = bench._train(job)
     assert not (run_dir / "marker").exists()  # started again, in an emptied directory
     assert fresh.curve == first.curve  # one seed makes the run
+
+
+def test_a_run_another_invocation_is_training_is_never_removed(short_tmp: Path) -> None:
+    from rlhf.config import Config, ConfigError
+    from rlhf.run.run_dir import RunDir, trainer_lock
+
+    run_dir = short_tmp / "held"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text("{}")  # stopped before its first checkpoint
+    with trainer_lock(RunDir(run_dir)), pytest.raises(ConfigError, match="another process"):
+        bench._resumed(Config(env_id="HalfCheetah-v5"), run_dir)
+    assert (run_dir / "config.json").is_file()
