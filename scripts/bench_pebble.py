@@ -31,7 +31,8 @@ largest this machine allows in the time at hand; the results name their budget, 
 several budgets never mix). ``--out DIR`` keeps one JSON file per finished run (its curve
 included) and skips those runs on the next invocation, so a grid can be stopped and continued (a
 run stopped before its end goes on from its last checkpoint, written every five minutes; one
-whose checkpoint is damaged starts again); both venvs can share one ``--out``.
+whose checkpoint is damaged starts again); both venvs can share one ``--out``. ``--arms`` runs
+some arms only (``--arms pebble`` after a change to PEBBLE: the SAC runs kept in ``--out`` serve).
 SAC's hidden layers run in what ``rlhf train`` picks (``--hidden-dtype auto``: bfloat16 where the
 CPU multiplies it natively, about twice as fast: scripts/bench_sac.py; else float32); a run's
 result names the dtype it used, so results from machines of either kind never mix.
@@ -307,6 +308,17 @@ def _table(tasks: list[Task], results: list[Result]) -> dict[str, float]:
     return head
 
 
+def _grid(tasks: list[Task], args: argparse.Namespace, out: Path) -> list[Job]:
+    """Every job of the grid, whichever arms this invocation runs (the table shows them all)."""
+    return [
+        Job(task.env_id, arm, seed, task.steps, 0 if arm == "sac" else task.labels,
+            args.mistake, args.quick, str(out), args.hidden_dtype)
+        for task in tasks
+        for seed in range(1, args.seeds + 1)
+        for arm in task.arms
+    ]  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -321,6 +333,13 @@ def main() -> None:
     parser.add_argument("--mistake", type=float, default=0.0, help="teacher's mistake rate")
     parser.add_argument("--seeds", type=int, default=3, help="seeds 1..N")
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time")
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        choices=ARMS,
+        default=list(ARMS),
+        help="run only these arms (the table still shows every arm's results kept in --out)",
+    )
     parser.add_argument(
         "--hidden-dtype",
         choices=["auto", "float32", "bfloat16"],
@@ -343,20 +362,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = args.out or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
-        jobs = [
-            Job(task.env_id, arm, seed, task.steps, 0 if arm == "sac" else task.labels,
-                args.mistake, args.quick, str(out), args.hidden_dtype)
-            for task in tasks
-            for seed in range(1, args.seeds + 1)
-            for arm in task.arms
-        ]  # fmt: skip
+        grid = _grid(tasks, args, out)
+        jobs = [job for job in grid if job.arm in args.arms]
         done = _load(out)
         todo = [job for job in jobs if job.key not in done]
         print(f"{len(jobs) - len(todo)} of {len(jobs)} runs already in {out}", flush=True)
         ran = (
             run_jobs(_train, todo, num_cpus=args.jobs, describe=lambda r: r.job.key) if todo else []
         )
-        results = [done[job.key] for job in jobs if job.key in done] + list(ran)
+        results = [done[job.key] for job in grid if job.key in done] + list(ran)
     if args.plot:
         _plot(results, tasks, args.plot)
         print(f"plot: {args.plot}")

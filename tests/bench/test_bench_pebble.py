@@ -3,7 +3,9 @@ its checkpoint (a 300k PEBBLE run takes most of an hour here), a damaged one sta
 
 from __future__ import annotations
 
+import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -42,3 +44,32 @@ def test_a_run_another_invocation_is_training_is_never_removed(short_tmp: Path) 
     with trainer_lock(RunDir(run_dir)), pytest.raises(ConfigError, match="another process"):
         bench._resumed(Config(env_id="HalfCheetah-v5"), run_dir)
     assert (run_dir / "config.json").is_file()
+
+
+def test_arms_runs_only_the_arms_named_and_shows_every_kept_result(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def job(arm: str) -> bench.Job:
+        return bench.Job(
+            "HalfCheetah-v5", arm, 1, 1000, 0 if arm == "sac" else 20, 0.0, True, str(short_tmp),
+            "float32",
+        )  # fmt: skip
+
+    kept = bench.Result(job("sac"), 100.0, 50.0, [(1000, 100.0)])
+    (short_tmp / "results").mkdir()
+    (short_tmp / "results" / f"{kept.job.key}.json").write_text(json.dumps(asdict(kept)))
+    ran: list[str] = []
+
+    def fake_run_jobs(fn, jobs, **_):
+        ran.extend(j.arm for j in jobs)
+        return [bench.Result(j, 45.0, 50.0, [(1000, 45.0)]) for j in jobs]
+
+    monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
+    argv = ["bench_pebble.py", "--quick", "--hidden-dtype", "float32", "--arms", "pebble"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--out", str(short_tmp)])
+    bench.main()
+    out = capsys.readouterr().out
+    assert ran == ["pebble"]  # neither the kept SAC run again, nor PPO
+    assert "0 of 1 runs already" in out
+    assert "| sac | 100 |" in out and "| pebble | 45 |" in out and "| ppo |" not in out
+    assert "ratio_pebble_over_sac_halfcheetah=0.45" in out
