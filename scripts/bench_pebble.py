@@ -17,8 +17,8 @@ Runs are Ray tasks through :func:`rlhf.sweep.run_jobs` (one CPU and one torch th
 Prints one row per (task, arm): every seed's final return, mean +- std, the ratio to SAC on the
 true reward, and whether the target holds; the headline ratios as the last line.
 
-    .venv/bin/python scripts/bench_pebble.py --out runs/bench-pebble        # the MuJoCo targets
-    .venv-dmc/bin/python scripts/bench_pebble.py --out runs/bench-pebble \\
+    .venv/bin/python scripts/bench_pebble.py --out benchmarks/pebble       # the MuJoCo targets
+    .venv-dmc/bin/python scripts/bench_pebble.py --out benchmarks/pebble \\
         --env-id dm_control/walker-walk-v0 dm_control/cheetah-run-v0       # the DMC targets
     .venv/bin/python scripts/bench_pebble.py --steps 100000 --env-id HalfCheetah-v5  # smaller
     .venv/bin/python scripts/bench_pebble.py --env-id Hopper-v5 --labels 300 --mistake 0.1
@@ -29,7 +29,8 @@ DeepMind Control needs the dmc extra, which pins mujoco < 4 and so has a venv of
 it leaves out and the command that runs them. ``--steps`` scales every task to one budget (the
 largest this machine allows in the time at hand; the results name their budget, so runs of
 several budgets never mix). ``--out DIR`` keeps one JSON file per finished run (its curve
-included) and skips those runs on the next invocation, so a grid can be stopped and continued (a
+included) and skips those runs on the next invocation, so a grid can be stopped and continued
+(``benchmarks/pebble``: its results are committed, so the grid goes on on another machine; a
 run stopped before its end goes on from its last checkpoint, written every five minutes; one
 whose checkpoint is damaged starts again); both venvs can share one ``--out``. ``--arms`` runs
 some arms only (``--arms pebble`` after a change to PEBBLE: the SAC runs kept in ``--out`` serve).
