@@ -186,12 +186,13 @@ def _resumed(cfg: Config, run_dir: Path) -> Config:
 
 def _load(out: Path) -> dict[str, Result]:
     """Finished runs in ``out`` by key (files of the earlier arms, pebble100 and the like, are
-    left alone: their keys never match a job of today's)."""
+    left alone: their keys never match a job of today's). A result belongs to the directory it
+    is read from, whatever ``out`` it was written in (results move: benchmarks/README.md)."""
     done: dict[str, Result] = {}
     for path in sorted((out / "results").glob("*.json")):
         data = json.loads(path.read_text())
         try:
-            result = Result(**{**data, "job": Job(**data["job"])})
+            result = Result(**{**data, "job": Job(**{**data["job"], "out": str(out)})})
         except TypeError:
             continue
         done[result.job.key] = result

@@ -57,7 +57,9 @@ def test_arms_runs_only_the_arms_named_and_shows_every_kept_result(
 
     kept = bench.Result(job("sac"), 100.0, 50.0, [(1000, 100.0)])
     (short_tmp / "results").mkdir()
-    (short_tmp / "results" / f"{kept.job.key}.json").write_text(json.dumps(asdict(kept)))
+    moved = asdict(kept) | {"job": asdict(kept.job) | {"out": "runs/elsewhere"}}
+    (short_tmp / "results" / f"{kept.job.key}.json").write_text(json.dumps(moved))
+    assert bench._load(short_tmp)[kept.job.key].job == kept.job  # a moved result belongs here
     ran: list[str] = []
 
     def fake_run_jobs(fn, jobs, **_):
