@@ -97,18 +97,7 @@ def open_preferences(
     With human feedback this starts the labelling session (render worker and web server); the
     caller closes it through ``feedback.close``.
     """
-    store = LabelStore(run_dir.labels)
-    store.set_meta(RUN_NAME_META, run_dir.name)
-    store.set_meta(ENV_ID_META, cfg.env_id)
-    # What the person is asked to teach, shown on the page (a goal env says what its marker is).
-    store.set_meta(TASK_META, cfg.task or (GOAL_TASK if plan.env.goal_size else ""))
-    store.set_meta(ENV_KWARGS_META, cfg.env_kwargs_dict())  # the renderer makes the same env
-    store.set_meta(TARGET_META, cfg.teacher.target_name or "")  # whose return the page shows
-    # Once: a resumed run finds them in its store (one killed while copying them does not).
-    if labels is not None and not imported_pairs(store):
-        copied = seed_labels(store, labels, cfg.env_id, rating_levels(cfg))
-        if copied:
-            say(f"seeded {copied} labels from {cfg.labels_from}")
+    store = _open_store(cfg, run_dir, plan, say, labels)
     scale = cfg.rating_scale()
     store.set_meta(SCALE_META, scale.to_json())  # the page draws the grade buttons from it
     env = plan.env
@@ -121,18 +110,7 @@ def open_preferences(
         data=cfg.data,
         sharpness=cfg.ratings.sharpness,
     )
-    feedback: FeedbackSource
-    if cfg.feedback == "synthetic":
-        clips = None
-        if cfg.clip_every() > 0:  # opt-in: a render process for TensorBoard's videos/policy
-            from rlhf.feedback.policy_clips import PolicyClipWorker
-
-            clips = PolicyClipWorker(run_dir.root, store, cfg.video, say)
-        feedback = SyntheticSource(cfg.teacher, store, rng_feedback, scale.levels, clips)
-    else:
-        feedback = HumanSource(
-            run_dir.root, store, cfg.web, cfg.video, rng_feedback, say, cfg.query.total_labels
-        )
+    feedback = _feedback_source(cfg, run_dir, store, rng_feedback, scale.levels, say)
     return Preferences(
         store=store,
         reward=reward,
@@ -148,3 +126,47 @@ def open_preferences(
             else 0,
         ),
     )
+
+
+def _open_store(
+    cfg: Config,
+    run_dir: RunDir,
+    plan: RunPlan,
+    say: Callable[[str], None],
+    labels: LabelsSource | None,
+) -> LabelStore:
+    """The run's label store, with what the page and the renderer read from it."""
+    store = LabelStore(run_dir.labels)
+    store.set_meta(RUN_NAME_META, run_dir.name)
+    store.set_meta(ENV_ID_META, cfg.env_id)
+    # What the person is asked to teach, shown on the page (a goal env says what its marker is).
+    store.set_meta(TASK_META, cfg.task or (GOAL_TASK if plan.env.goal_size else ""))
+    store.set_meta(ENV_KWARGS_META, cfg.env_kwargs_dict())  # the renderer makes the same env
+    store.set_meta(TARGET_META, cfg.teacher.target_name or "")  # whose return the page shows
+    # Once: a resumed run finds them in its store (one killed while copying them does not).
+    if labels is not None and not imported_pairs(store):
+        copied = seed_labels(store, labels, cfg.env_id, rating_levels(cfg))
+        if copied:
+            say(f"seeded {copied} labels from {cfg.labels_from}")
+    return store
+
+
+def _feedback_source(
+    cfg: Config,
+    run_dir: RunDir,
+    store: LabelStore,
+    rng: np.random.Generator,
+    levels: int,
+    say: Callable[[str], None],
+) -> FeedbackSource:
+    """The synthetic teacher, or the labelling session a person answers in."""
+    if cfg.feedback != "synthetic":
+        return HumanSource(
+            run_dir.root, store, cfg.web, cfg.video, rng, say, cfg.query.total_labels
+        )
+    clips = None
+    if cfg.clip_every() > 0:  # opt-in: a render process for TensorBoard's videos/policy
+        from rlhf.feedback.policy_clips import PolicyClipWorker
+
+        clips = PolicyClipWorker(run_dir.root, store, cfg.video, say)
+    return SyntheticSource(cfg.teacher, store, rng, levels, clips)

@@ -53,6 +53,20 @@ def rating_scale(store: ServerStore) -> dict[str, Any]:
     return {"levels": 7, "names": names}
 
 
+_FIGURES = (
+    "iteration",
+    "env_steps",
+    "total_timesteps",
+    "latest_true_return",
+    "latest_success_rate",
+    "labels_used",
+    "labels_needed",
+    "eta_seconds",
+    "reward_accuracy",
+)
+"""The trainer's figures the page shows as the trainer wrote them (None before its first status)."""
+
+
 def status_payload(state: ServerState) -> dict[str, Any]:
     """Progress and trainer figures for the page (also the body of ``GET /api/status``).
 
@@ -75,9 +89,7 @@ def status_payload(state: ServerState) -> dict[str, Any]:
     done = counts.labelled - imported
     target = None if trainer is None else trainer.labels_target
 
-    def figure(name: str) -> int | float | None:
-        return None if trainer is None else getattr(trainer, name)
-
+    figures = {name: None if trainer is None else getattr(trainer, name) for name in _FIGURES}
     return {
         "labels_done": done,
         "labels_imported": imported,
@@ -90,20 +102,12 @@ def status_payload(state: ServerState) -> dict[str, Any]:
         "skipped": None if state.labellers is not None else counts.skipped,
         "failed": counts.failed,
         "pairs": counts.pairs - imported,
-        "iteration": figure("iteration"),
-        "env_steps": figure("env_steps"),
-        "total_timesteps": figure("total_timesteps"),
-        "latest_true_return": figure("latest_true_return"),
-        "latest_success_rate": figure("latest_success_rate"),
-        "labels_used": figure("labels_used"),
-        "labels_needed": figure("labels_needed"),
+        **figures,
         # The trainer counts every stored answer; the page, this run's own (as labels_done).
         "labels_target": None if target is None else max(0, target - imported),
         "labels_retired": counts.retired,
-        "eta_seconds": figure("eta_seconds"),
         "eta": time_left(state, trainer, (total or 0) - done),
         "feedback_kind": "pairs" if trainer is None else trainer.feedback_kind,
-        "reward_accuracy": figure("reward_accuracy"),
         "final": trainer is not None and trainer.final,
         "phase": None if trainer is None else trainer.phase.value,
         "message": None if trainer is None else trainer.message or None,
