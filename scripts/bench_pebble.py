@@ -33,7 +33,9 @@ included) and skips those runs on the next invocation, so a grid can be stopped 
 (``benchmarks/pebble``: its results are committed, so the grid goes on on another machine; a
 run stopped before its end goes on from its last checkpoint, written every five minutes; one
 whose checkpoint is damaged starts again); both venvs can share one ``--out``. ``--arms`` runs
-some arms only (``--arms pebble`` after a change to PEBBLE: the SAC runs kept in ``--out`` serve).
+some arms only (``--arms pebble`` after a change to PEBBLE: the SAC runs kept in ``--out`` serve);
+``--set KEY=VALUE`` runs the pebble arm with an rlhf train setting changed, a variant kept
+under its own key beside the default's (``--arms pebble --set sac.recent-share=0.5``).
 SAC's hidden layers run in what ``rlhf train`` picks (``--hidden-dtype auto``: bfloat16 where the
 CPU multiplies it natively, about twice as fast: scripts/bench_sac.py; else float32); a run's
 result names the dtype it used, so results from machines of either kind never mix.
@@ -50,19 +52,20 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
+from bench_rlhf import _pairs, with_settings
 
 from rlhf.agent.precision import choose
+from rlhf.config import Config, ConfigError
 from rlhf.config.presets import SAC
 from rlhf.envs import dmc
 from rlhf.envs.goals import mujoco_release
 from rlhf.sweep import run_jobs
+from rlhf.sweep.grid import cell_name
+from rlhf.sweep.spec import SpecError, key_name, settings_from_flags
 from rlhf.sweep.worker import read_curve
-
-if TYPE_CHECKING:
-    from rlhf.config import Config
 
 ARMS = ("sac", "pebble", "ppo")
 """SAC on the env's reward, PEBBLE (SAC) on labels, PPO on the same labels."""
@@ -107,6 +110,8 @@ class Job:
     quick: bool
     out: str
     hidden_dtype: str = "float32"
+    settings: tuple[tuple[str, Any], ...] = ()
+    """The pebble arm's further rlhf train settings (--set), as (config path, value)."""
 
     @property
     def key(self) -> str:
@@ -116,6 +121,8 @@ class Job:
             key += f"__{self.labels}" + (f"__m{self.mistake:g}" if self.mistake else "")
         if self.arm == "pebble" and PEBBLE_FIT:
             key += f"__{PEBBLE_FIT}"
+        if self.settings:
+            key += f"__{cell_name(self.settings)}"
         if self.arm != "ppo":  # PPO has no such setting
             key += f"__{self.hidden_dtype}"
         return key + ("__quick" if self.quick else "")
@@ -132,7 +139,7 @@ class Result:
 def _train(job: Job) -> Result:
     import torch
 
-    from rlhf.config import Config, QueryConfig, SACConfig, TeacherConfig
+    from rlhf.config import QueryConfig, SACConfig, TeacherConfig
     from rlhf.run.runner import run
 
     torch.set_num_threads(1)
@@ -146,7 +153,7 @@ def _train(job: Job) -> Result:
         device="cpu", query=QueryConfig(total_labels=max(job.labels, 1)),
         teacher=TeacherConfig(mistake=job.mistake),
     )  # fmt: skip
-    summary = run(_resumed(cfg, Path(job.out) / job.key))
+    summary = run(_resumed(with_settings(cfg, job.settings), Path(job.out) / job.key))
     tb = Path(job.out) / job.key / "tb"
     curve = [(int(step), float(value)) for step, value in read_curve(tb)]
     late = [value for step, value in curve if step >= 0.9 * job.steps]
@@ -164,7 +171,6 @@ def _train(job: Job) -> Result:
 def _resumed(cfg: Config, run_dir: Path) -> Config:
     """``cfg`` continuing ``run_dir`` from its last checkpoint where a stopped grid left one (a
     300k run takes most of an hour here), else ``cfg`` in an emptied ``run_dir``."""
-    from rlhf.config import ConfigError
     from rlhf.run.resume import resume_state
     from rlhf.run.run_dir import RunDir, busy, is_trainer_running
 
@@ -192,11 +198,34 @@ def _load(out: Path) -> dict[str, Result]:
     for path in sorted((out / "results").glob("*.json")):
         data = json.loads(path.read_text())
         try:
-            result = Result(**{**data, "job": Job(**{**data["job"], "out": str(out)})})
+            job = data["job"] | {
+                "out": str(out),
+                "settings": _pairs(data["job"].get("settings", [])),
+            }
+            result = Result(**{**data, "job": Job(**job)})
         except TypeError:
             continue
         done[result.job.key] = result
     return done
+
+
+OWN = ("env_id", "seed", "total_timesteps", "algo", "reward", "feedback", "query.total_labels",
+       "teacher.mistake", "sac.hidden_dtype")  # fmt: skip
+"""The settings the benchmark sets itself (by its own flags, or to compare its arms)."""
+
+
+def _variant(items: list[str]) -> tuple[tuple[str, Any], ...]:
+    """--set KEY=VALUE flags as checked settings; SpecError (one line) for a bad or owned key
+    or a value out of range."""
+    settings = settings_from_flags(items, "--set")
+    for path, _ in settings:
+        if path in OWN:
+            raise SpecError(f"--set {key_name(path)}: the benchmark sets it")
+    try:
+        with_settings(Config(env_id="HalfCheetah-v5", algo="sac"), settings).validate()
+    except ConfigError as exc:
+        raise SpecError(f"--set: {exc}") from None
+    return settings
 
 
 def _tasks(args: argparse.Namespace) -> tuple[list[Task], list[str]]:
@@ -300,7 +329,8 @@ def _table(tasks: list[Task], results: list[Result]) -> dict[str, float]:
                 verdict = "pebble above" if means["pebble"] > means[arm] else "pebble below"
             seeds = ", ".join(f"{v:.0f}" for v in rets)
             name = f"{task.env_id}, {task.steps // 1000}k, {task.labels} labels"
-            print(f"| {name} | {arm} | {seeds} | {means[arm]:.0f} +- {std:.0f} | {ratio:.2f} |"
+            shown = " ".join(f"{key_name(k)}={v}" for k, v in mine[0].job.settings)
+            print(f"| {name} | {arm}{f' ({shown})' if shown else ''} | {seeds} | {means[arm]:.0f} +- {std:.0f} | {ratio:.2f} |"
                   f" {verdict} | {sps:.0f} |")  # fmt: skip
         short = task.env_id.split("/")[-1].split("-v")[0].replace("-", "_").lower()
         if means.get("sac") and "pebble" in means:
@@ -314,7 +344,8 @@ def _grid(tasks: list[Task], args: argparse.Namespace, out: Path) -> list[Job]:
     """Every job of the grid, whichever arms this invocation runs (the table shows them all)."""
     return [
         Job(task.env_id, arm, seed, task.steps, 0 if arm == "sac" else task.labels,
-            args.mistake, args.quick, str(out), args.hidden_dtype)
+            args.mistake, args.quick, str(out), args.hidden_dtype,
+            args.settings if arm == "pebble" else ())
         for task in tasks
         for seed in range(1, args.seeds + 1)
         for arm in task.arms
@@ -348,12 +379,24 @@ def main() -> None:
         default="auto",
         help="SAC's hidden layers (auto: as rlhf train picks on this machine)",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="the pebble arm with this rlhf train setting changed (a variant, kept under its own"
+        " key; the other arms' runs serve it), e.g. --set sac.recent-share=0.5",
+    )
     parser.add_argument("--out", type=Path, default=None, help="results directory (kept)")
     parser.add_argument("--plot", type=Path, default=None, help="learning curves (PNG)")
     parser.add_argument("--quick", action="store_true", help="HalfCheetah, 1k steps, 1 seed")
     args = parser.parse_args()
     if args.quick:
         args.seeds = 1
+    try:
+        args.settings = _variant(args.set)
+    except SpecError as exc:
+        parser.error(str(exc))
     tasks, notes = _tasks(args)
     if args.hidden_dtype == "auto":  # resolved here, so each result's key names the dtype used
         precision = choose("cpu")

@@ -75,3 +75,50 @@ def test_arms_runs_only_the_arms_named_and_shows_every_kept_result(
     assert "0 of 1 runs already" in out
     assert "| sac | 100 |" in out and "| pebble | 45 |" in out and "| ppo |" not in out
     assert "ratio_pebble_over_sac_halfcheetah=0.45" in out
+
+
+def test_set_runs_a_pebble_variant_under_its_own_key_beside_the_kept_arms(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def job(arm: str, settings: tuple = ()) -> bench.Job:
+        return bench.Job(
+            "HalfCheetah-v5", arm, 1, 1000, 0 if arm == "sac" else 20, 0.0, True, str(short_tmp),
+            "float32", settings,
+        )  # fmt: skip
+
+    variant = job("pebble", (("sac.recent_share", 0.5),))
+    (short_tmp / "results").mkdir()
+    for kept in (bench.Result(job("sac"), 100.0, 50.0, []), bench.Result(variant, 70.0, 40.0, [])):
+        path = short_tmp / "results" / f"{kept.job.key}.json"
+        path.write_text(json.dumps(asdict(kept)))  # JSON makes the settings' tuples lists
+    assert variant.key != job("pebble").key and "recent_share=0.5" in variant.key
+    assert bench._load(short_tmp)[variant.key].job == variant  # read back under its own key
+    ran: list[bench.Job] = []
+
+    def fake_run_jobs(fn, jobs, **_):
+        ran.extend(jobs)
+        return [bench.Result(j, 45.0, 50.0, []) for j in jobs]
+
+    monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
+    argv = ["bench_pebble.py", "--quick", "--hidden-dtype", "float32", "--out", str(short_tmp)]
+    monkeypatch.setattr(sys, "argv", [*argv, "--arms", "pebble", "--set", "sac.recent-share=0.5"])
+    bench.main()
+    assert ran == []  # the variant's kept run serves; the default's is another key
+    assert "| pebble (sac.recent-share=0.5) | 70 |" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "argv", [*argv, "--arms", "pebble", "--set", "query.pool-size=200"])
+    bench.main()
+    assert [j.settings for j in ran] == [(("query.pool_size", 200),)]  # pebble only, its setting
+    assert "| sac | 100 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [("seed=3", "--set seed: the benchmark sets it"), ("sac.recent-share=2", "recent-share")],
+)
+def test_set_refuses_what_the_benchmark_sets_and_values_out_of_range(
+    item: str, message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["bench_pebble.py", "--quick", "--set", item])
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
