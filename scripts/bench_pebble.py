@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_rlhf import _pairs, with_settings
+from bench_rlhf import settings_from_json, with_settings
 
 from rlhf.agent.precision import choose
 from rlhf.config import Config, ConfigError
@@ -200,7 +200,7 @@ def _load(out: Path) -> dict[str, Result]:
         try:
             job = data["job"] | {
                 "out": str(out),
-                "settings": _pairs(data["job"].get("settings", [])),
+                "settings": settings_from_json(data["job"].get("settings", [])),
             }
             result = Result(**{**data, "job": Job(**job)})
         except TypeError:

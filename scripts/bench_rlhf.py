@@ -358,7 +358,7 @@ def _runs_dir(job: Job, keep: Path | None) -> Iterator[str]:
     yield str(keep)
 
 
-def _pairs(items: list[Any]) -> tuple[tuple[str, Any], ...]:
+def settings_from_json(items: list[Any]) -> tuple[tuple[str, Any], ...]:
     """(path, value) pairs read back from JSON, which made their tuples lists."""
     return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in items)
 
@@ -371,8 +371,8 @@ def _load(out: Path) -> dict[str, Result]:
         data = json.loads(path.read_text())
         job = data["job"]
         job |= {
-            "settings": _pairs(job.get("settings", [])),
-            "teacher": _pairs(job.get("teacher", [])),
+            "settings": settings_from_json(job.get("settings", [])),
+            "teacher": settings_from_json(job.get("teacher", [])),
         }
         result = Result(**{**data, "job": Job(**job)})
         done[result.job.key] = result
