@@ -38,7 +38,8 @@ some arms only (``--arms pebble`` after a change to PEBBLE: the SAC runs kept in
 under its own key beside the default's (``--arms pebble --set sac.recent-share=0.5``).
 SAC's hidden layers run in what ``rlhf train`` picks (``--hidden-dtype auto``: bfloat16 where the
 CPU multiplies it natively, about twice as fast: scripts/bench_sac.py; else float32); a run's
-result names the dtype it used, so results from machines of either kind never mix.
+result names the dtype it used, so results from machines of either kind never mix, and keeps
+the CPU it ran on (the table's last column): a run repeats bit for bit on one machine only.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import platform
 import shutil
 import statistics
 import sys
@@ -57,7 +59,7 @@ from typing import Any
 import numpy as np
 from bench_rlhf import settings_from_json, with_settings
 
-from rlhf.agent.precision import choose
+from rlhf.agent.precision import CPUINFO, choose
 from rlhf.config import Config, ConfigError
 from rlhf.config.presets import SAC
 from rlhf.envs import dmc
@@ -134,6 +136,21 @@ class Result:
     final_return: float
     sps: float
     curve: list[tuple[int, float]]
+    cpu: str = ""
+    """The CPU the run ran on (:func:`cpu_name`; empty in results written before it was kept):
+    a run repeats bit for bit on one machine only, so the table names each row's machines."""
+
+
+def cpu_name(cpuinfo: Path = CPUINFO) -> str:
+    """The CPU's model name as /proc/cpuinfo gives it (else the platform's processor name)."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def _train(job: Job) -> Result:
@@ -158,7 +175,7 @@ def _train(job: Job) -> Result:
     curve = [(int(step), float(value)) for step, value in read_curve(tb)]
     late = [value for step, value in curve if step >= 0.9 * job.steps]
     final = float(np.mean(late)) if late else float(summary.final_true_return or float("nan"))
-    result = Result(job, final, summary.sps, curve)
+    result = Result(job, final, summary.sps, curve, cpu_name())
     # Saved by the run itself, so a stopped grid keeps every finished run.
     results = Path(job.out) / "results"
     results.mkdir(exist_ok=True)
@@ -304,8 +321,8 @@ def _binned(curve: list[tuple[int, float]], edges: np.ndarray) -> list[float]:
 
 def _table(tasks: list[Task], results: list[Result]) -> dict[str, float]:
     """Print one row per (task, arm); return the headline figures."""
-    print("| task | arm | per seed | mean +- std | / SAC true reward | target | steps/s |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| task | arm | per seed | mean +- std | / SAC true reward | target | steps/s | CPU |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     head: dict[str, float] = {}
     for task in tasks:
         means: dict[str, float] = {}
@@ -330,8 +347,9 @@ def _table(tasks: list[Task], results: list[Result]) -> dict[str, float]:
             seeds = ", ".join(f"{v:.0f}" for v in rets)
             name = f"{task.env_id}, {task.steps // 1000}k, {task.labels} labels"
             shown = " ".join(f"{key_name(k)}={v}" for k, v in mine[0].job.settings)
+            cpus = "; ".join(dict.fromkeys(r.cpu or "not recorded" for r in mine))
             print(f"| {name} | {arm}{f' ({shown})' if shown else ''} | {seeds} | {means[arm]:.0f} +- {std:.0f} | {ratio:.2f} |"
-                  f" {verdict} | {sps:.0f} |")  # fmt: skip
+                  f" {verdict} | {sps:.0f} | {cpus} |")  # fmt: skip
         short = task.env_id.split("/")[-1].split("-v")[0].replace("-", "_").lower()
         if means.get("sac") and "pebble" in means:
             head[f"ratio_pebble_over_sac_{short}"] = means["pebble"] / means["sac"]

@@ -26,12 +26,20 @@ def test_a_stopped_run_goes_on_from_its_checkpoint_and_a_damaged_one_starts_agai
     saved.unlink()  # stopped after its last checkpoint, before its result was saved
     again = bench._train(job)
     assert (run_dir / "marker").exists(), "the run started again instead of going on"
+    assert again.cpu == bench.cpu_name() == json.loads(saved.read_text())["cpu"]
     assert again.curve == first.curve and saved.is_file()
     saved.unlink()
     (run_dir / "checkpoints" / "last.pt").write_bytes(b"not a checkpoint")
     fresh = bench._train(job)
     assert not (run_dir / "marker").exists()  # started again, in an emptied directory
     assert fresh.curve == first.curve  # one seed makes the run
+
+
+def test_cpu_name_is_the_model_name_of_cpuinfo_else_the_platforms(tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654\n")
+    assert bench.cpu_name(cpuinfo) == "AMD EPYC 9654"
+    assert bench.cpu_name(tmp_path / "absent") not in ("", "AMD EPYC 9654")
 
 
 def test_a_run_another_invocation_is_training_is_never_removed(short_tmp: Path) -> None:
@@ -58,13 +66,14 @@ def test_arms_runs_only_the_arms_named_and_shows_every_kept_result(
     kept = bench.Result(job("sac"), 100.0, 50.0, [(1000, 100.0)])
     (short_tmp / "results").mkdir()
     moved = asdict(kept) | {"job": asdict(kept.job) | {"out": "runs/elsewhere"}}
+    del moved["cpu"]  # written before results kept their CPU
     (short_tmp / "results" / f"{kept.job.key}.json").write_text(json.dumps(moved))
     assert bench._load(short_tmp)[kept.job.key].job == kept.job  # a moved result belongs here
     ran: list[str] = []
 
     def fake_run_jobs(fn, jobs, **_):
         ran.extend(j.arm for j in jobs)
-        return [bench.Result(j, 45.0, 50.0, [(1000, 45.0)]) for j in jobs]
+        return [bench.Result(j, 45.0, 50.0, [(1000, 45.0)], "Test CPU") for j in jobs]
 
     monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
     argv = ["bench_pebble.py", "--quick", "--hidden-dtype", "float32", "--arms", "pebble"]
@@ -74,6 +83,7 @@ def test_arms_runs_only_the_arms_named_and_shows_every_kept_result(
     assert ran == ["pebble"]  # neither the kept SAC run again, nor PPO
     assert "0 of 1 runs already" in out
     assert "| sac | 100 |" in out and "| pebble | 45 |" in out and "| ppo |" not in out
+    assert "| 50 | not recorded |" in out and "| 50 | Test CPU |" in out  # each row's machine
     assert "ratio_pebble_over_sac_halfcheetah=0.45" in out
 
 
