@@ -296,7 +296,10 @@ def _plot(results: list[Result], tasks: list[Task], path: Path) -> None:
             ax.plot(edges[1:], mean, color=color, label=_arm_label(arm, task.labels))
             ax.fill_between(edges[1:], mean - std, mean + std, color=color, alpha=0.2)
         seeds = len({r.job.seed for r in results if r.job.env_id == task.env_id})
-        ax.set(title=f"{task.env_id} ({seeds} seeds)", xlabel="environment steps")
+        ax.set(
+            title=f"{task.env_id} ({seeds} seed{'s' if seeds != 1 else ''})",
+            xlabel="environment steps",
+        )
         ax.set(ylabel="true return")
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left", fontsize=8)
