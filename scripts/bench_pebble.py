@@ -344,7 +344,7 @@ def _table(tasks: list[Task], results: list[Result]) -> dict[str, float]:
             ratio = means[arm] / sac if sac else float("nan")
             verdict = ""
             if arm == "pebble":
-                verdict = "met" if ratio >= TARGET_RATIO else "not met"
+                verdict = "no SAC run" if not sac else "met" if ratio >= TARGET_RATIO else "not met"
             elif arm == "ppo" and "pebble" in means:
                 verdict = "pebble above" if means["pebble"] > means[arm] else "pebble below"
             seeds = ", ".join(f"{v:.0f}" for v in rets)
