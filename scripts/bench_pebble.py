@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import platform
 import shutil
 import statistics
 import sys
@@ -59,7 +58,7 @@ from typing import Any
 import numpy as np
 from bench_rlhf import settings_from_json, with_settings
 
-from rlhf.agent.precision import CPUINFO, choose
+from rlhf.agent.precision import choose, cpu_name
 from rlhf.config import Config, ConfigError
 from rlhf.config.presets import SAC
 from rlhf.envs import dmc
@@ -137,20 +136,8 @@ class Result:
     sps: float
     curve: list[tuple[int, float]]
     cpu: str = ""
-    """The CPU the run ran on (:func:`cpu_name`; empty in results written before it was kept):
+    """The CPU the run ran on (:func:`rlhf.agent.precision.cpu_name`; empty in results written before it was kept):
     a run repeats bit for bit on one machine only, so the table names each row's machines."""
-
-
-def cpu_name(cpuinfo: Path = CPUINFO) -> str:
-    """The CPU's model name as /proc/cpuinfo gives it (else the platform's processor name)."""
-    try:
-        for line in cpuinfo.read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and value.strip():
-                return value.strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
 
 
 def _train(job: Job) -> Result:

@@ -13,6 +13,7 @@ keeps the precision it started with, whatever machine it resumes on.
 from __future__ import annotations
 
 import dataclasses
+import platform
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,19 +35,29 @@ class Precision:
     why: str
 
 
-def cpu_features(cpuinfo: Path | None = None) -> set[str] | None:
-    """The CPU's feature flags (from ``cpuinfo``, default :data:`CPUINFO`), or None where they
-    cannot be read (not Linux)."""
+def _cpuinfo_fields(cpuinfo: Path | None, keys: tuple[str, ...]) -> list[str] | None:
+    """The values of ``keys`` in ``cpuinfo`` (default :data:`CPUINFO`), one per line that has
+    one, or None where it cannot be read (not Linux)."""
     try:
         text = (cpuinfo or CPUINFO).read_text()
     except OSError:
         return None
-    features: set[str] = set()
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):
-            features |= set(value.split())
-    return features
+    lines = (line.partition(":") for line in text.splitlines())
+    return [value.strip() for key, _, value in lines if key.strip() in keys]
+
+
+def cpu_features(cpuinfo: Path | None = None) -> set[str] | None:
+    """The CPU's feature flags (from ``cpuinfo``, default :data:`CPUINFO`), or None where they
+    cannot be read (not Linux)."""
+    values = _cpuinfo_fields(cpuinfo, ("flags", "Features"))
+    return None if values is None else {f for value in values for f in value.split()}
+
+
+def cpu_name(cpuinfo: Path | None = None) -> str:
+    """The CPU's model name (from ``cpuinfo``, default :data:`CPUINFO`; else the platform's
+    processor name): benchmarks keep it beside results, which repeat bit for bit on one CPU only."""
+    names = [name for name in _cpuinfo_fields(cpuinfo, ("model name",)) or [] if name]
+    return names[0] if names else platform.processor() or platform.machine() or "unknown"
 
 
 def native_bf16(features: set[str]) -> list[str]:
