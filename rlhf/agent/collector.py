@@ -86,6 +86,17 @@ _STATS_EVERY = 32
 what merging one row does, and the statistics of a million steps barely move in 32."""
 
 
+@dataclass
+class _Episodes:
+    """The episodes that ended during one rollout, as :class:`PolicyRollout` reports them."""
+
+    returns: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    horizon_returns: list[float] = field(default_factory=list)
+    successes: list[float] = field(default_factory=list)
+    env_returns: list[float] = field(default_factory=list)
+
+
 class RolloutCollector:
     """Owns the vector env's running state between rollouts (current obs, episode tallies)."""
 
@@ -142,11 +153,7 @@ class RolloutCollector:
         qpos = np.empty((num_steps, n, self.physics.nq))
         qvel = np.empty((num_steps, n, self.physics.nv))
         parts: dict[str, np.ndarray] = {}
-        returns: list[float] = []
-        lengths: list[int] = []
-        horizon_returns: list[float] = []
-        successes: list[float] = []
-        env_returns: list[float] = []
+        episodes = _Episodes()
         start_step = self.global_step
         for t in range(num_steps):
             raw_obs[t] = self.obs
@@ -168,17 +175,7 @@ class RolloutCollector:
             if self.reward_parts:
                 _record_reward_parts(parts, info, t, num_steps, n)
             self._tally(rewards[t], valid[t], _ended(info, n), _env_rewards(info, n))
-            for i in np.flatnonzero(done):
-                returns.append(float(self.ep_return[i]))
-                if ENV_REWARD in info:
-                    env_returns.append(float(self.ep_env_return[i]))
-                lengths.append(int(self.ep_length[i]))
-                horizon_returns.append(float(self.ep_horizon_return[i]))
-                if SUCCESS in info and info[f"_{SUCCESS}"][i]:  # the episode's last step
-                    successes.append(float(info[SUCCESS][i]))
-            self.ep_return[done] = self.ep_horizon_return[done] = self.ep_env_return[done] = 0.0
-            self.ep_length[done] = 0
-            self.ep_alive[done] = True
+            self._close_episodes(done, info, episodes)
             self.prev_done = done
         self.global_step += num_steps * n
         raw = RolloutBatch(
@@ -201,8 +198,23 @@ class RolloutCollector:
             self.obs_norm.update(raw_obs[num_steps - tail :].reshape(-1, obs_dim))
         last = self.obs_norm(self.obs)
         return PolicyRollout(
-            raw, norm_obs, actions, last, returns, lengths, horizon_returns, successes, env_returns
-        )
+            raw, norm_obs, actions, last, episodes.returns, episodes.lengths,
+            episodes.horizon_returns, episodes.successes, episodes.env_returns,
+        )  # fmt: skip
+
+    def _close_episodes(self, done: np.ndarray, info: dict, episodes: _Episodes) -> None:
+        """Log the episodes that ended this step and start their tallies afresh."""
+        for i in np.flatnonzero(done):
+            episodes.returns.append(float(self.ep_return[i]))
+            if ENV_REWARD in info:
+                episodes.env_returns.append(float(self.ep_env_return[i]))
+            episodes.lengths.append(int(self.ep_length[i]))
+            episodes.horizon_returns.append(float(self.ep_horizon_return[i]))
+            if SUCCESS in info and info[f"_{SUCCESS}"][i]:  # the episode's last step
+                episodes.successes.append(float(info[SUCCESS][i]))
+        self.ep_return[done] = self.ep_horizon_return[done] = self.ep_env_return[done] = 0.0
+        self.ep_length[done] = 0
+        self.ep_alive[done] = True
 
     def _tally(
         self, rewards: np.ndarray, valid: np.ndarray, ended: np.ndarray, env_rewards: np.ndarray
