@@ -18,6 +18,7 @@ from rlhf.agent.sac_learner import SACLearner
 from rlhf.config import Config, QueryConfig, SACConfig
 from rlhf.run.checkpoint import load_checkpoint
 from rlhf.run.runner import run
+from tests.support.helpers import QUICK_REWARD_FIT
 from tests.support.toy_env import ENV_ID
 
 TOY_SAC = SACConfig(
@@ -171,7 +172,9 @@ def test_sac_with_synthetic_labels_improves_the_true_return(
 
 def test_sac_resume_continues_with_the_replay_buffer(tmp_path: Path) -> None:
     sac = dataclasses.replace(TOY_SAC, learning_starts=200, pretrain_steps=100, iteration_steps=100)
-    cfg = _cfg(tmp_path, "r", 400, labels=20, sac=sac, checkpoint_every=1)
+    cfg = _cfg(
+        tmp_path, "r", 400, labels=20, sac=sac, checkpoint_every=1, reward_model=QUICK_REWARD_FIT
+    )
     run(cfg)
     root = tmp_path / "r"
     first = load_checkpoint(root / "checkpoints" / "last.pt")

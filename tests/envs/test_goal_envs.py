@@ -28,7 +28,7 @@ from rlhf.run.preflight import preflight
 from rlhf.run.runner import run
 from rlhf.store import LabelStore
 from tests.support import toy_env
-from tests.support.helpers import tb_scalars, tiny_config
+from tests.support.helpers import QUICK_REWARD_FIT, tb_scalars, tiny_config
 
 TINY = "rlhf-test/TinyGoal-v0"
 DICT = "rlhf-test/DictObs-v0"
@@ -148,7 +148,7 @@ def test_dict_observations_that_are_not_a_goal_space_are_refused_in_one_line(
 @pytest.mark.parametrize("algo", ["ppo", "sac"])
 def test_a_goal_env_trains_and_reports_its_success_rate(tmp_path: Path, algo: str) -> None:
     sac = SACConfig(learning_starts=100, iteration_steps=128, pretrain_steps=20, batch_size=32)
-    summary = run(_tiny(tmp_path, TINY, algo=algo, sac=sac))
+    summary = run(_tiny(tmp_path, TINY, algo=algo, sac=sac, reward_model=QUICK_REWARD_FIT))
     assert summary.status == "finished" and summary.labels_used > 0
     assert summary.final_success_rate is not None and 0.0 <= summary.final_success_rate <= 1.0
     rates = [v for _, v in tb_scalars(tmp_path / "run" / "tb", "charts/success_rate")]

@@ -20,6 +20,7 @@ from rlhf.run.preflight import preflight
 from rlhf.run.runner import run
 from tests.envs.test_goal_envs import TINY, _TinyGoal
 from tests.support import toy_env
+from tests.support.helpers import QUICK_REWARD_FIT
 
 NO_REWARD = "rlhf-test/TinyGoalNoReward-v0"
 
@@ -48,6 +49,7 @@ def _cfg(tmp_path: Path, **kw) -> Config:
         checkpoint_every=1,
         sac=SAC,
         query=QueryConfig(total_labels=8, segment_length=10),
+        reward_model=QUICK_REWARD_FIT,
     )
     return Config(**(base | kw))
 
@@ -94,8 +96,7 @@ def _assert_trained_on_relabelled_goals(summary: Summary, run_dir: Path) -> None
 
 
 def test_a_run_with_her_trains_on_relabelled_goals(tmp_path: Path) -> None:
-    """On the env's reward; on a learned one it is the first session of the resume test below
-    (one run fewer: about a minute of the suite)."""
+    """On the env's reward; on a learned one it is the first session of the resume test below."""
     _assert_trained_on_relabelled_goals(run(_cfg(tmp_path, reward="env")), tmp_path / "run")
 
 

@@ -7,8 +7,12 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-from rlhf.config import Config, PPOConfig, QueryConfig
+from rlhf.config import Config, PPOConfig, QueryConfig, RewardConfig
 from rlhf.core.types import Segment
+
+QUICK_REWARD_FIT = RewardConfig(max_epochs=2)
+"""For a SAC run whose test checks anything but how well the reward fits: SAC's default round
+(100 epochs of at least 32 steps, every member) would be nearly all of a toy run's time."""
 
 
 def tiny_config(tmp_path: Path, env_id: str, **kw) -> Config:
