@@ -143,18 +143,21 @@ class Result:
 def _train(job: Job) -> Result:
     import torch
 
-    from rlhf.config import QueryConfig, SACConfig, TeacherConfig
+    from rlhf.config import QueryConfig, RewardConfig, SACConfig, TeacherConfig
     from rlhf.run.runner import run
 
     torch.set_num_threads(1)
     sac = SACConfig(hidden_dtype=job.hidden_dtype)  # type: ignore[arg-type]
+    reward = RewardConfig()
     if job.quick:
         sac = SACConfig(learning_starts=600, pretrain_steps=200, hidden_dtype=job.hidden_dtype)  # type: ignore[arg-type]
+        # A smoke check: SAC's full reward rounds (100 epochs of 32 steps) would be most of it.
+        reward = RewardConfig(max_epochs=2)
     cfg = Config(
         env_id=job.env_id, algo="ppo" if job.arm == "ppo" else "sac", seed=job.seed,
         total_timesteps=job.steps, reward="env" if job.arm == "sac" else "learned",
         feedback="synthetic", runs_dir=job.out, run_name=job.key, progress=False, sac=sac,
-        device="cpu", query=QueryConfig(total_labels=max(job.labels, 1)),
+        device="cpu", query=QueryConfig(total_labels=max(job.labels, 1)), reward_model=reward,
         teacher=TeacherConfig(mistake=job.mistake),
     )  # fmt: skip
     summary = run(_resumed(with_settings(cfg, job.settings), Path(job.out) / job.key))
