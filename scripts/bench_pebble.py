@@ -22,6 +22,8 @@ true reward, and whether the target holds; the headline ratios as the last line.
         --env-id dm_control/walker-walk-v0 dm_control/cheetah-run-v0       # the DMC targets
     .venv/bin/python scripts/bench_pebble.py --steps 100000 --env-id HalfCheetah-v5  # smaller
     .venv/bin/python scripts/bench_pebble.py --env-id Hopper-v5 --labels 300 --mistake 0.1
+    .venv/bin/python scripts/bench_pebble.py --env-id Ant-v5 --labels 200 --mistake 0.1 \
+        --seed-set report --arms pebble      # a person's teacher, on the held-out seeds
     .venv/bin/python scripts/bench_pebble.py --quick            # smoke check (figures mean nothing)
 
 DeepMind Control needs the dmc extra, which pins mujoco < 4 and so has a venv of its own
@@ -56,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_rlhf import settings_from_json, with_settings
+from bench_rlhf import SEED_SETS, settings_from_json, with_settings
 
 from rlhf.agent.precision import choose, cpu_name
 from rlhf.config import Config, ConfigError
@@ -358,7 +360,7 @@ def _grid(tasks: list[Task], args: argparse.Namespace, out: Path) -> list[Job]:
             args.mistake, args.quick, str(out), args.hidden_dtype,
             args.settings if arm == "pebble" else ())
         for task in tasks
-        for seed in range(1, args.seeds + 1)
+        for seed in SEED_SETS[args.seed_set][: args.seeds]
         for arm in task.arms
     ]  # fmt: skip
 
@@ -375,7 +377,14 @@ def main() -> None:
         "--labels", type=int, default=None, help="every task's labels (default: the task's)"
     )
     parser.add_argument("--mistake", type=float, default=0.0, help="teacher's mistake rate")
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 1..N")
+    parser.add_argument("--seeds", type=int, default=3, help="N seeds of --seed-set")
+    parser.add_argument(
+        "--seed-set",
+        choices=list(SEED_SETS),
+        default="tune",
+        help="tune: 1..N (the seeds the off-policy targets were measured on; default); report:"
+        " 101..100+N, the few-labels issue's held-out seeds (scripts/bench_rlhf.py's)",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time")
     parser.add_argument(
         "--arms",
@@ -404,6 +413,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.seeds = 1
+    if not 1 <= args.seeds <= len(SEED_SETS[args.seed_set]):
+        parser.error(
+            f"--seeds {args.seeds}: the {args.seed_set} set has {len(SEED_SETS[args.seed_set])}"
+        )
     try:
         args.settings = _variant(args.set)
     except SpecError as exc:
@@ -430,7 +443,8 @@ def main() -> None:
     if args.plot:
         _plot(results, tasks, args.plot)
         print(f"plot: {args.plot}")
-    print(f"{args.seeds} seed(s); final true return (last 10% of steps)")
+    seeds = ", ".join(map(str, SEED_SETS[args.seed_set][: args.seeds]))
+    print(f"seeds {seeds} (--seed-set {args.seed_set}); final true return (last 10% of steps)")
     head = _table(tasks, results)
     print(" ".join(f"{k}={v:.2f}" for k, v in head.items()))
 

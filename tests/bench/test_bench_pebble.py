@@ -132,3 +132,26 @@ def test_set_refuses_what_the_benchmark_sets_and_values_out_of_range(
     with pytest.raises(SystemExit) as exit_:
         bench.main()
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_seed_set_report_runs_the_held_out_seeds_and_says_which(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[bench.Job] = []
+
+    def fake_run_jobs(fn, jobs, **_):
+        ran.extend(jobs)
+        return [bench.Result(j, 45.0, 50.0, []) for j in jobs]
+
+    monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
+    argv = ["bench_pebble.py", "--env-id", "Hopper-v5", "--arms", "pebble", "--mistake", "0.1"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--seed-set", "report", "--seeds", "2"])
+    bench.main()
+    assert [(j.env_id, j.seed, j.labels, j.mistake) for j in ran] == [
+        ("Hopper-v5", 101, 200, 0.1), ("Hopper-v5", 102, 200, 0.1)
+    ]  # fmt: skip
+    assert "seeds 101, 102 (--seed-set report)" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "argv", [*argv, "--seeds", "13"])  # the tuning set has 12
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()
+    assert exit_.value.code == 2 and "--seeds 13: the tune set has 12" in capsys.readouterr().err
