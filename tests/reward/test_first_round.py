@@ -24,6 +24,7 @@ ENV = "HalfCheetah-v5"
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a hang guard: see tests/agent/test_sac.py's learning test
 def test_sacs_first_round_follows_the_true_reward_on_held_out_segments(
     learning_seed, record_property
 ) -> None:
