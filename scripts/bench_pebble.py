@@ -360,7 +360,7 @@ def _grid(tasks: list[Task], args: argparse.Namespace, out: Path) -> list[Job]:
             args.mistake, args.quick, str(out), args.hidden_dtype,
             args.settings if arm == "pebble" else ())
         for task in tasks
-        for seed in SEED_SETS[args.seed_set][: args.seeds]
+        for seed in args.seed_list
         for arm in task.arms
     ]  # fmt: skip
 
@@ -417,6 +417,7 @@ def main() -> None:
         parser.error(
             f"--seeds {args.seeds}: the {args.seed_set} set has {len(SEED_SETS[args.seed_set])}"
         )
+    args.seed_list = list(SEED_SETS[args.seed_set][: args.seeds])
     try:
         args.settings = _variant(args.set)
     except SpecError as exc:
@@ -443,7 +444,7 @@ def main() -> None:
     if args.plot:
         _plot(results, tasks, args.plot)
         print(f"plot: {args.plot}")
-    seeds = ", ".join(map(str, SEED_SETS[args.seed_set][: args.seeds]))
+    seeds = ", ".join(map(str, args.seed_list))
     print(f"seeds {seeds} (--seed-set {args.seed_set}); final true return (last 10% of steps)")
     head = _table(tasks, results)
     print(" ".join(f"{k}={v:.2f}" for k, v in head.items()))
