@@ -155,12 +155,12 @@ def main() -> None:
     )
     parser.add_argument("--labels", type=int, nargs="+", default=None, help="default 50")
     parser.add_argument("--mistake", type=float, default=0.1, help="share of flipped answers")
-    parser.add_argument("--seeds", type=int, default=None, help="label draws (default 5)")
+    parser.add_argument("--n-seeds", type=int, default=None, help="label draws (default 5)")
     parser.add_argument("--quick", action="store_true", help="a small run of the same table")
     args = parser.parse_args()
     torch.set_num_threads(1)
     budgets = args.labels or ([20] if args.quick else [50])
-    seeds = args.seeds or (2 if args.quick else 5)
+    seeds = args.n_seeds or (2 if args.quick else 5)
     rng = np.random.default_rng(0)
     act_dim = make_env(args.env_id).action_space.shape[0]
     random_steps = 4000 if args.quick else 20_000

@@ -31,7 +31,7 @@ settings:
   the goals extra pins; on mujoco 4 they are refused in one line.
 
     .venv/bin/python scripts/bench_her.py                            # PointMaze, 20k steps
-    .venv/bin/python scripts/bench_her.py --env-id FetchReach-v4 --seeds 3
+    .venv/bin/python scripts/bench_her.py --env-id FetchReach-v4 --n-seeds 3
     .venv/bin/python scripts/bench_her.py --quick                    # smoke check
 
 Needs the goals extra (gymnasium-robotics, mujoco < 3.4): scripts/setup.sh goals
@@ -176,7 +176,7 @@ def _parse() -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, help="default: the env's (256)")
     parser.add_argument("--tau", type=float, help="default: the env's")
     parser.add_argument("--future-k", type=float, default=4.0, help="--sac.her-future-k")
-    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--n-seeds", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="1.5k steps, learning from 500")
     args = parser.parse_args()
     problem = goal_env_problem(args.env_id)
@@ -204,7 +204,7 @@ def main() -> None:
     header = " | ".join(f"<= {w / 1000:g}k" for w in windows[1:])
     print(f"| seed | buffer | {header} | final return | s |")
     with tempfile.TemporaryDirectory(prefix="bench_her-") as tmp:  # the runs
-        for seed in range(1, args.seeds + 1):
+        for seed in range(1, args.n_seeds + 1):
             for name, her in (("her", True), ("plain", False)):
                 start = time.perf_counter()
                 episodes = train(args.env_id, task, her, args.future_k, args.steps, seed, Path(tmp))
@@ -231,7 +231,7 @@ def main() -> None:
     ratio = _smoothed_rate(every["her"], *last) / _smoothed_rate(every["plain"], *last)
     print(
         f"ratio_success={ratio:.2f} "
-        f"env={args.env_id} steps={args.steps} seeds={args.seeds} future_k={args.future_k} "
+        f"env={args.env_id} steps={args.steps} seeds={args.n_seeds} future_k={args.future_k} "
         f"{_summary('her', runs['her'])} {_summary('plain', runs['plain'])} gap={gap:.2f}"
     )
 

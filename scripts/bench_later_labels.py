@@ -11,7 +11,7 @@ answer agrees with the true returns (the teacher's mistakes) is printed beside t
 
 Two arms fit the same labels: the run's own reward settings, and the same with ``--set
 reward_model.KEY=VALUE`` (any ``--reward-model.*`` setting of rlhf train). One round from new
-members, ``--seeds`` times, where a run warm-starts round after round; a setting that does
+members, ``--n-seeds`` times, where a run warm-starts round after round; a setting that does
 better here still has to be run (``scripts/bench_rlhf.py``). A minute a run instead of hours:
 a screen for settings of the learned reward (docs/results/few-labels.md).
 
@@ -113,7 +113,7 @@ def main() -> None:
     )
     parser.add_argument("runs", nargs="*", metavar="RUN", help="run directories")
     parser.add_argument("--first", type=float, default=2 / 3, help="share of labels to fit on")
-    parser.add_argument("--seeds", type=int, default=3, help="fits per arm and run")
+    parser.add_argument("--n-seeds", type=int, default=3, help="fits per arm and run")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--quick", action="store_true", help="make a small run and read it")
     args = parser.parse_args()
@@ -121,8 +121,8 @@ def main() -> None:
         parser.error("give one or more RUN directories (or --quick)")
     if not 0 < args.first < 1:
         parser.error("--first must be between 0 and 1")
-    if args.seeds < 1:
-        parser.error("--seeds must be >= 1")
+    if args.n_seeds < 1:
+        parser.error("--n-seeds must be >= 1")
     if not args.set and not args.quick:
         parser.error("give the arm to compare as --set reward_model.KEY=VALUE")
     torch.set_num_threads(1)
@@ -130,14 +130,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         runs = [Path(r) for r in args.runs] or [quick_run(Path(tmp))]
         try:
-            rows = [_run_row(run, items, args.first, args.seeds) for run in runs]
+            rows = [_run_row(run, items, args.first, args.n_seeds) for run in runs]
         except (ConfigError, SpecError) as exc:
             sys.exit(f"bench_later_labels.py: error: {exc}")
     base = float(np.nanmean([r[0] for r in rows]))
     other = float(np.nanmean([r[1] for r in rows]))
     print(
         f"ratio_acc={other / base:.2f} base_acc={base:.3f} arm_acc={other:.3f}"
-        f" runs={len(rows)} seeds={args.seeds} first={args.first:.2f}"
+        f" runs={len(rows)} seeds={args.n_seeds} first={args.first:.2f}"
     )
 
 

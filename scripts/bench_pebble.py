@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_rlhf import SEED_SETS, settings_from_json, with_settings
+from bench_rlhf import add_seed_flags, choose_seeds, settings_from_json, with_settings
 
 from rlhf.agent.precision import choose, cpu_name
 from rlhf.config import Config, ConfigError
@@ -377,13 +377,11 @@ def main() -> None:
         "--labels", type=int, default=None, help="every task's labels (default: the task's)"
     )
     parser.add_argument("--mistake", type=float, default=0.0, help="teacher's mistake rate")
-    parser.add_argument("--seeds", type=int, default=3, help="N seeds of --seed-set")
-    parser.add_argument(
-        "--seed-set",
-        choices=list(SEED_SETS),
-        default="tune",
-        help="tune: 1..N (the seeds the off-policy targets were measured on; default); report:"
-        " 101..100+N, the few-labels issue's held-out seeds (scripts/bench_rlhf.py's)",
+    add_seed_flags(
+        parser,
+        "tune",
+        "tune: 1, 2, ... (the seeds the off-policy targets were measured on; default); report:"
+        " 101, 102, ..., the few-labels issue's held-out seeds (scripts/bench_rlhf.py's)",
     )
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time")
     parser.add_argument(
@@ -411,13 +409,10 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, default=None, help="learning curves (PNG)")
     parser.add_argument("--quick", action="store_true", help="HalfCheetah, 1k steps, 1 seed")
     args = parser.parse_args()
-    if args.quick:
-        args.seeds = 1
-    if not 1 <= args.seeds <= len(SEED_SETS[args.seed_set]):
-        parser.error(
-            f"--seeds {args.seeds}: the {args.seed_set} set has {len(SEED_SETS[args.seed_set])}"
-        )
-    args.seed_list = list(SEED_SETS[args.seed_set][: args.seeds])
+    try:
+        args.seed_list, args.seeds_from = choose_seeds(args)
+    except SpecError as exc:
+        parser.error(str(exc))
     try:
         args.settings = _variant(args.set)
     except SpecError as exc:
@@ -445,7 +440,8 @@ def main() -> None:
         _plot(results, tasks, args.plot)
         print(f"plot: {args.plot}")
     seeds = ", ".join(map(str, args.seed_list))
-    print(f"seeds {seeds} (--seed-set {args.seed_set}); final true return (last 10% of steps)")
+    where = "--seeds" if args.seeds_from == "given" else f"--seed-set {args.seeds_from}"
+    print(f"seeds {seeds} ({where}); final true return (last 10% of steps)")
     head = _table(tasks, results)
     print(" ".join(f"{k}={v:.2f}" for k, v in head.items()))
 

@@ -241,7 +241,17 @@ def _targets(names: list[str] | None, envs: list[str]) -> list[str | None]:
     return targets or [None]
 
 
-def _seeds(args: argparse.Namespace) -> tuple[list[int], str]:
+def add_seed_flags(parser: argparse.ArgumentParser, default: str, help_set: str) -> None:
+    """--seed-set, --n-seeds and --seeds, one meaning each in every benchmark that takes them."""
+    seeds = parser.add_argument_group("seeds (printed before the table)")
+    seeds.add_argument("--seed-set", choices=list(SEED_SETS), default=default, help=help_set)
+    seeds.add_argument(
+        "--n-seeds", type=int, default=None, help="the first K of the set (default 3; --quick 1)"
+    )
+    seeds.add_argument("--seeds", type=int, nargs="+", default=None, help="these seeds instead")
+
+
+def choose_seeds(args: argparse.Namespace) -> tuple[list[int], str]:
     """The seeds (--seeds, else the first --n-seeds of --seed-set) and where they come from."""
     if args.seeds:
         return list(dict.fromkeys(args.seeds)), "given"
@@ -417,18 +427,12 @@ def _parser() -> argparse.ArgumentParser:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--steps", type=int, default=300_000, help="env steps per run")
-    seeds = parser.add_argument_group("seeds (printed before the table)")
-    seeds.add_argument(
-        "--seed-set",
-        choices=list(SEED_SETS),
-        default="report",
-        help="report: 101, 102, ... (never used to tune; default); tune: 1-12, the seeds presets"
-        " were chosen on",
+    add_seed_flags(
+        parser,
+        "report",
+        "report: 101, 102, ... (never used to tune; default); tune: 1-12, the seeds presets were"
+        " chosen on",
     )
-    seeds.add_argument(
-        "--n-seeds", type=int, default=None, help="the first K of the set (default 3; --quick 1)"
-    )
-    seeds.add_argument("--seeds", type=int, nargs="+", default=None, help="these seeds instead")
     _teacher_flags(parser)
     parser.add_argument(
         "--env-id",
@@ -574,7 +578,7 @@ def _grid(args: argparse.Namespace) -> Grid:
     # so 20k steps give a ratio; HalfCheetah's PPO is still below zero there (no ratio: nan).
     envs = args.env_id or ["Hopper-v5" if args.quick else "HalfCheetah-v5"]
     noise = {path: getattr(args, opt[2:].replace("-", "_")) for path, opt in TEACHER.items()}
-    seeds, seed_set = _seeds(args)
+    seeds, seed_set = choose_seeds(args)
     return Grid(
         envs,
         _targets(args.target, envs),

@@ -13,7 +13,7 @@ with the runs interleaved (their order rotates), so a busy machine slows all ali
 ratios of medians. Return: the mean true return of the last 10 training episodes, as both report it.
 
     .venv/bin/python scripts/bench_sac.py                   # 3 seeds x 30k steps (long)
-    .venv/bin/python scripts/bench_sac.py --steps 10000 --seeds 1
+    .venv/bin/python scripts/bench_sac.py --steps 10000 --n-seeds 1
     .venv/bin/python scripts/bench_sac.py --quick           # under a minute, smoke check
 """
 
@@ -104,7 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30_000)
     parser.add_argument("--learning-starts", type=int, default=5_000)
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--n-seeds", type=int, default=3)
     parser.add_argument(
         "--variants",
         nargs="+",
@@ -118,7 +118,7 @@ def main() -> None:
     # which still ends one 1000-step episode (its return).
     warmup, iteration = 500, 500
     if args.quick:
-        args.steps, args.learning_starts, args.seeds = 1200, 600, 1
+        args.steps, args.learning_starts, args.n_seeds = 1200, 600, 1
         warmup, iteration = 200, 200
     auto = choose("cpu")
     if args.variants is None:
@@ -128,7 +128,7 @@ def main() -> None:
     torch.set_num_threads(1)
     results: dict[str, list[Result]] = {name: [] for name in args.variants}
     with tempfile.TemporaryDirectory() as tmp:
-        for seed in range(1, args.seeds + 1):
+        for seed in range(1, args.n_seeds + 1):
             # The order rotates from seed to seed, so a busy spell slows each variant alike.
             k = (seed - 1) % len(args.variants)
             for name in args.variants[k:] + args.variants[:k]:
@@ -139,7 +139,7 @@ def main() -> None:
                     r = ours(args.steps, args.learning_starts, seed, Path(tmp), dtype, iteration)
                 results[name].append(r)
                 print(f"seed {seed}: {name:9} {r.sps:6.1f} steps/s return {r.ret:8.1f}", flush=True)
-    print(f"{ENV_ID}, {args.steps} steps ({args.learning_starts} random), {args.seeds} seed(s),"
+    print(f"{ENV_ID}, {args.steps} steps ({args.learning_starts} random), {args.n_seeds} seed(s),"
           f" 1 torch thread, CPU; ours: {auto.dtype} hidden layers ({auto.why})")  # fmt: skip
     base = statistics.median(r.sps for r in results["sb3"]) if "sb3" in results else float("nan")
     print("| | steps/s (training, median) | vs SB3 | return (last 10 episodes, mean +- std) |")
@@ -158,7 +158,7 @@ def main() -> None:
     ratios = f"ratio_sps={medians.get('ours', float('nan')) / base:.2f}"
     if "ours-float32" in medians:
         ratios += f" ratio_sps_float32={medians['ours-float32'] / base:.2f}"
-    print(f"{ratios} hidden_dtype={auto.dtype} steps={args.steps} seeds={args.seeds} {summary}")
+    print(f"{ratios} hidden_dtype={auto.dtype} steps={args.steps} seeds={args.n_seeds} {summary}")
 
 
 if __name__ == "__main__":

@@ -134,7 +134,7 @@ def test_set_refuses_what_the_benchmark_sets_and_values_out_of_range(
     assert exit_.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_seed_set_report_runs_the_held_out_seeds_and_says_which(
+def test_the_seed_flags_choose_the_seeds_and_the_run_says_which(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ran: list[bench.Job] = []
@@ -145,13 +145,18 @@ def test_seed_set_report_runs_the_held_out_seeds_and_says_which(
 
     monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
     argv = ["bench_pebble.py", "--env-id", "Hopper-v5", "--arms", "pebble", "--mistake", "0.1"]
-    monkeypatch.setattr(sys, "argv", [*argv, "--seed-set", "report", "--seeds", "2"])
+    monkeypatch.setattr(sys, "argv", [*argv, "--seed-set", "report", "--n-seeds", "2"])
     bench.main()
     assert [(j.env_id, j.seed, j.labels, j.mistake) for j in ran] == [
         ("Hopper-v5", 101, 200, 0.1), ("Hopper-v5", 102, 200, 0.1)
     ]  # fmt: skip
     assert "seeds 101, 102 (--seed-set report)" in capsys.readouterr().out
-    monkeypatch.setattr(sys, "argv", [*argv, "--seeds", "13"])  # the tuning set has 12
+    ran.clear()
+    monkeypatch.setattr(sys, "argv", [*argv, "--seeds", "7", "3", "--n-seeds", "5"])
+    bench.main()  # a list wins over a count, as in scripts/bench_rlhf.py
+    assert [j.seed for j in ran] == [7, 3]
+    assert "seeds 7, 3 (--seeds)" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "argv", [*argv, "--n-seeds", "13"])  # the tuning set has 12
     with pytest.raises(SystemExit) as exit_:
         bench.main()
-    assert exit_.value.code == 2 and "--seeds 13: the tune set has 12" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "--n-seeds 13: the tune set has 12" in capsys.readouterr().err

@@ -145,12 +145,12 @@ def test_every_combination_of_the_teacher_flags_is_a_teacher(bench) -> None:
     ],
 )
 def test_the_script_chooses_the_seeds(bench, argv: list[str], seeds: list[int], where: str) -> None:
-    assert bench._seeds(bench._parser().parse_args(argv)) == (seeds, where)
+    assert bench.choose_seeds(bench._parser().parse_args(argv)) == (seeds, where)
 
 
 def test_the_tuning_set_has_twelve_seeds(bench) -> None:
     with pytest.raises(SpecError, match="the tune set has 12 seeds"):
-        bench._seeds(bench._parser().parse_args(["--seed-set", "tune", "--n-seeds", "13"]))
+        bench.choose_seeds(bench._parser().parse_args(["--seed-set", "tune", "--n-seeds", "13"]))
 
 
 def test_an_unknown_target_is_refused_before_any_run(bench) -> None:
