@@ -51,7 +51,9 @@ def _flip_answers(dataset: Path, out: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(400)
+# A hang guard, not a speed test: 293 s in a clean-clone suite run beside two benchmark runs,
+# where a 400 s bar came within a quarter of failing correct code (see tests/agent/test_sac.py).
+@pytest.mark.timeout(1800)
 def test_a_reward_fitted_offline_from_an_exported_run_lets_ppo_improve_halfcheetah(
     tmp_path: Path, capsys, learning_seed, record_property
 ) -> None:
