@@ -435,7 +435,9 @@ def main() -> None:
         ran = (
             run_jobs(_train, todo, num_cpus=args.jobs, describe=lambda r: r.job.key) if todo else []
         )
-        results = [done[job.key] for job in grid if job.key in done] + list(ran)
+        # read again: another driver sharing --out may have finished runs of this grid meanwhile
+        done = {**_load(out), **{r.job.key: r for r in ran}}
+        results = [done[job.key] for job in grid if job.key in done]
     if args.plot:
         _plot(results, tasks, args.plot)
         print(f"plot: {args.plot}")

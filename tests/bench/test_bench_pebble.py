@@ -87,6 +87,29 @@ def test_arms_runs_only_the_arms_named_and_shows_every_kept_result(
     assert "ratio_pebble_over_sac_halfcheetah=0.45" in out
 
 
+def test_the_table_shows_runs_another_driver_finished_in_the_same_out_meanwhile(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def job(arm: str) -> bench.Job:
+        return bench.Job(
+            "HalfCheetah-v5", arm, 1, 1000, 0 if arm == "sac" else 20, 0.0, True, str(short_tmp),
+            "float32",
+        )  # fmt: skip
+
+    def fake_run_jobs(fn, jobs, **_):
+        other = bench.Result(job("sac"), 90.0, 50.0, [])  # saved by a driver with --arms sac
+        (short_tmp / "results").mkdir(exist_ok=True)
+        (short_tmp / "results" / f"{other.job.key}.json").write_text(json.dumps(asdict(other)))
+        return [bench.Result(j, 45.0, 50.0, []) for j in jobs]
+
+    monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
+    argv = ["bench_pebble.py", "--quick", "--hidden-dtype", "float32", "--arms", "pebble"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--out", str(short_tmp)])
+    bench.main()
+    out = capsys.readouterr().out
+    assert "| sac | 90 |" in out and "ratio_pebble_over_sac_halfcheetah=0.50" in out
+
+
 def test_set_runs_a_pebble_variant_under_its_own_key_beside_the_kept_arms(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
