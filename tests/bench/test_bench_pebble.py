@@ -16,6 +16,14 @@ if SCRIPTS not in sys.path:  # as when run
 import bench_pebble as bench  # noqa: E402
 
 
+def _quick_job(out: Path, arm: str, settings: tuple = ()) -> bench.Job:
+    """A --quick HalfCheetah job of ``arm`` on seed 1 in ``out`` (the sac arm has no labels)."""
+    return bench.Job(
+        "HalfCheetah-v5", arm, 1, 1000, 0 if arm == "sac" else 20, 0.0, True, str(out),
+        "float32", settings,
+    )  # fmt: skip
+
+
 def test_a_stopped_run_goes_on_from_its_checkpoint_and_a_damaged_one_starts_again(
     short_tmp: Path,
 ) -> None:
@@ -58,10 +66,7 @@ def test_arms_runs_only_the_arms_named_and_shows_every_kept_result(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def job(arm: str) -> bench.Job:
-        return bench.Job(
-            "HalfCheetah-v5", arm, 1, 1000, 0 if arm == "sac" else 20, 0.0, True, str(short_tmp),
-            "float32",
-        )  # fmt: skip
+        return _quick_job(short_tmp, arm)
 
     kept = bench.Result(job("sac"), 100.0, 50.0, [(1000, 100.0)])
     (short_tmp / "results").mkdir()
@@ -91,10 +96,7 @@ def test_the_table_shows_runs_another_driver_finished_in_the_same_out_meanwhile(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def job(arm: str) -> bench.Job:
-        return bench.Job(
-            "HalfCheetah-v5", arm, 1, 1000, 0 if arm == "sac" else 20, 0.0, True, str(short_tmp),
-            "float32",
-        )  # fmt: skip
+        return _quick_job(short_tmp, arm)
 
     def fake_run_jobs(fn, jobs, **_):
         other = bench.Result(job("sac"), 90.0, 50.0, [])  # saved by a driver with --arms sac
@@ -114,10 +116,7 @@ def test_set_runs_a_pebble_variant_under_its_own_key_beside_the_kept_arms(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def job(arm: str, settings: tuple = ()) -> bench.Job:
-        return bench.Job(
-            "HalfCheetah-v5", arm, 1, 1000, 0 if arm == "sac" else 20, 0.0, True, str(short_tmp),
-            "float32", settings,
-        )  # fmt: skip
+        return _quick_job(short_tmp, arm, settings)
 
     variant = job("pebble", (("sac.recent_share", 0.5),))
     (short_tmp / "results").mkdir()
