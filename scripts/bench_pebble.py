@@ -37,7 +37,8 @@ run stopped before its end goes on from its last checkpoint, written every five 
 whose checkpoint is damaged starts again); both venvs can share one ``--out``. ``--arms`` runs
 some arms only (``--arms pebble`` after a change to PEBBLE: the SAC runs kept in ``--out`` serve);
 ``--set KEY=VALUE`` runs the pebble arm with an rlhf train setting changed, a variant kept
-under its own key beside the default's (``--arms pebble --set sac.recent-share=0.5``).
+under its own key beside the default's (``--arms pebble --set sac.recent-share=0.5``); one that
+changes the task (``--set env-kwargs=JSON``) runs every arm with it.
 SAC's hidden layers run in what ``rlhf train`` picks (``--hidden-dtype auto``: bfloat16 where the
 CPU multiplies it natively, about twice as fast: scripts/bench_sac.py; else float32); a run's
 result names the dtype it used, so results from machines of either kind never mix, and keeps
@@ -58,7 +59,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_rlhf import add_seed_flags, choose_seeds, settings_from_json, with_settings
+from bench_rlhf import (
+    add_seed_flags,
+    choose_seeds,
+    settings_from_json,
+    task_settings,
+    with_settings,
+)
 
 from rlhf.agent.precision import choose, cpu_name
 from rlhf.config import Config, ConfigError
@@ -358,7 +365,7 @@ def _grid(tasks: list[Task], args: argparse.Namespace, out: Path) -> list[Job]:
     return [
         Job(task.env_id, arm, seed, task.steps, 0 if arm == "sac" else task.labels,
             args.mistake, args.quick, str(out), args.hidden_dtype,
-            args.settings if arm == "pebble" else ())
+            args.settings if arm == "pebble" else task_settings(args.settings))
         for task in tasks
         for seed in args.seed_list
         for arm in task.arms
@@ -403,7 +410,8 @@ def main() -> None:
         default=[],
         metavar="KEY=VALUE",
         help="the pebble arm with this rlhf train setting changed (a variant, kept under its own"
-        " key; the other arms' runs serve it), e.g. --set sac.recent-share=0.5",
+        " key; the other arms' runs serve it), e.g. --set sac.recent-share=0.5; --set"
+        " env-kwargs=JSON changes the task: every arm runs with it",
     )
     parser.add_argument("--out", type=Path, default=None, help="results directory (kept)")
     parser.add_argument("--plot", type=Path, default=None, help="learning curves (PNG)")

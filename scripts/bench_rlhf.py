@@ -39,6 +39,8 @@ each arm's return per step of those episodes beside it (``per step``: what it ea
     .venv/bin/python scripts/bench_rlhf.py --env-id Hopper-v5 --end-margin 0  # without its preset
     .venv/bin/python scripts/bench_rlhf.py --env-id Walker2d-v5 --set query.segment-length=25
                                         # any other rlhf train setting, for the RLHF runs
+    .venv/bin/python scripts/bench_rlhf.py --env-id Ant-v5 \
+        --set 'env-kwargs={"include_cfrc_ext_in_observation": false}'   # a task of its own: both
     .venv/bin/python scripts/bench_rlhf.py --out runs/screen --baseline-from runs/bench \
         --set reward-model.weight-decay=0   # RLHF runs only: PPO's from an earlier grid
 
@@ -170,6 +172,17 @@ FIXED = (
     "teacher.reward",  # a reward of one's own: for both modes, as --target's, or neither
 )
 """Settings the benchmark needs as they are (what it compares, and how its runs run)."""
+
+
+TASK_SETTINGS = ("env_kwargs",)
+"""--set settings that change the task itself (the env's own arguments, e.g. Ant-v5's
+``include_cfrc_ext_in_observation``): every arm of a benchmark runs with them, the baseline on the
+true reward too, so its ratio compares learners on one task."""
+
+
+def task_settings(settings: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """Those of ``settings`` that change the task (TASK_SETTINGS): for every arm."""
+    return tuple((path, value) for path, value in settings if path in TASK_SETTINGS)
 
 
 def with_settings(cfg: Config, settings: tuple[tuple[str, Any], ...]) -> Config:
@@ -516,7 +529,7 @@ def _run_flags(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a further rlhf train setting of the RLHF runs, e.g. --set query.segment-length=25"
         " (repeatable; keys and values as rlhf sweep --train takes them); the true-reward PPO"
-        " runs stay as they are",
+        " runs stay as they are, except --set env-kwargs=JSON, which changes the task for both",
     )
 
 
@@ -535,7 +548,8 @@ class Grid:
 
     def jobs(self, args: argparse.Namespace, extra: tuple[tuple[str, Any], ...]) -> list[Job]:
         """Each task's jobs, seed by seed: PPO (no teacher: Teacher(0)), then every learned mode
-        with every teacher (with the --set settings ``extra``, which are for them only)."""
+        with every teacher (with the --set settings ``extra``; PPO with those that change the
+        task only)."""
         cells = [("ppo", Teacher(0))] + [(m, t) for m in self.modes[1:] for t in self.teachers]
         return [
             _make_job(
@@ -543,7 +557,7 @@ class Grid:
                 Job(env_id, mode, seed, self.steps, teacher.labels),
                 teacher,
                 target,
-                () if mode == "ppo" else extra,
+                task_settings(extra) if mode == "ppo" else extra,
             )
             for env_id, target, seed in itertools.product(self.envs, self.targets, self.seeds)
             for mode, teacher in cells

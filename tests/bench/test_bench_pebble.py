@@ -143,6 +143,28 @@ def test_set_runs_a_pebble_variant_under_its_own_key_beside_the_kept_arms(
     assert "| sac | 100 |" in capsys.readouterr().out
 
 
+def test_set_env_kwargs_changes_the_task_of_every_arm(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran: list[bench.Job] = []
+
+    def fake_run_jobs(fn, jobs, **_):
+        ran.extend(jobs)
+        return [bench.Result(j, 45.0, 50.0, []) for j in jobs]
+
+    monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
+    kwargs = 'env-kwargs={"forward_reward_weight": 2.0}'
+    argv = ["bench_pebble.py", "--quick", "--out", str(short_tmp), "--set", kwargs]
+    monkeypatch.setattr(sys, "argv", [*argv, "--set", "sac.recent-share=0.5"])
+    bench.main()
+    task = ("env_kwargs", '{"forward_reward_weight": 2.0}')
+    assert {j.arm: j.settings for j in ran} == {
+        "sac": (task,),  # SAC on the true reward of the same task, not of the default one
+        "pebble": (task, ("sac.recent_share", 0.5)),
+        "ppo": (task,),  # PPO-RLHF: the task's, not PEBBLE's variant
+    }
+
+
 @pytest.mark.parametrize(
     ("item", "message"),
     [("seed=3", "--set seed: the benchmark sets it"), ("sac.recent-share=2", "recent-share")],

@@ -166,6 +166,24 @@ def test_a_target_is_checked_on_every_env(bench) -> None:
         bench._targets(["backflip"], ["Hopper-v5", "Walker2d-v5"])
 
 
+def test_a_setting_that_changes_the_task_runs_ppo_with_it_too(bench) -> None:
+    # Ant without its contact forces is another task: a ratio against PPO on the full observation
+    # would compare two tasks, so PPO's run (and its key) has the env's arguments; the rest is
+    # RLHF's alone.
+    nocfrc = 'env-kwargs={"include_cfrc_ext_in_observation": false}'
+    args = bench._parser().parse_args(["--env-id", "Ant-v5", "--seeds", "1"])
+    extra = bench._set_flags([nocfrc, "query.segment-length=25"])
+    ppo, rlhf = bench._grid(args).jobs(args, extra)
+    assert (ppo.mode, rlhf.mode) == ("ppo", "rlhf")
+    kwargs = ("env_kwargs", '{"include_cfrc_ext_in_observation": false}')
+    assert ppo.settings == (kwargs,) and rlhf.settings == (kwargs, ("query.segment_length", 25))
+    assert "include_cfrc_ext_in_observation" in ppo.key
+    run = bench.with_settings(Config(env_id="Ant-v5"), ppo.run_settings)
+    assert run.env_kwargs_dict() == {"include_cfrc_ext_in_observation": False}
+    plain, _ = bench._grid(args).jobs(args, bench._set_flags(["query.segment-length=25"]))
+    assert plain.settings == () and plain.key == "Ant-v5__ppo__1__300000__logstd-1"  # as before
+
+
 @pytest.mark.skipif(not HAS_TARGET, reason="TeacherConfig has no target yet")
 def test_the_target_reaches_the_config_of_the_run(bench) -> None:
     job = bench.Job("Hopper-v5", "ppo", 101, 1000, 0, target="backflip")
