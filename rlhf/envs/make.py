@@ -30,7 +30,14 @@ from rlhf.envs.goals import (
     mujoco_problem,
     mujoco_release,
 )
-from rlhf.envs.state import StateKind, mujoco_sim, state_kind, state_sizes
+from rlhf.envs.state import (
+    StateKind,
+    motion_size,
+    mujoco_data,
+    mujoco_sim,
+    state_kind,
+    state_sizes,
+)
 from rlhf.envs.targets import RunTarget
 from rlhf.envs.wrappers import FixedHorizon, TargetReward
 
@@ -75,6 +82,9 @@ class EnvInfo:
         render_problem: why clips of this env cannot be drawn for a person (None: they can).
         goal_size: size of the desired goal that ends each observation of a goal-conditioned
             env (:mod:`rlhf.envs.goals`); 0 for any other env.
+        motion_obs: how many leading observation entries are the robot's joint positions and
+            velocities (:func:`rlhf.envs.state.motion_size`); None: the observation does not
+            start with them.
     """
 
     env_id: str
@@ -87,6 +97,7 @@ class EnvInfo:
     nv: int
     render_problem: str | None
     goal_size: int = 0
+    motion_obs: int | None = None
 
 
 def check_env_id(env_id: str) -> None:
@@ -157,9 +168,11 @@ def describe_env(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvInfo:
     env = make_env(env_id, kwargs)
     try:
         _check_spaces(env_id, env.action_space, env.observation_space)
-        env.reset(seed=0)
-        _first_step(env_id, env, kwargs)
+        obs, _ = env.reset(seed=0)
         kind = state_kind(env)
+        data = mujoco_data(env) if kind is StateKind.MUJOCO else None
+        motion = None if data is None else motion_size(obs, data.qpos, data.qvel)
+        _first_step(env_id, env, kwargs)
         nq, nv = state_sizes(env)
         dt = getattr(mujoco_sim(env), "dt", None)
         if dt is None and env.metadata.get("render_fps"):
@@ -175,6 +188,7 @@ def describe_env(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvInfo:
             nv=nv,
             render_problem=_render_problem(env_id, env, kind),
             goal_size=env.goal_size if isinstance(env, FlatGoalObservation) else 0,
+            motion_obs=motion,
         )
     finally:
         env.close()

@@ -40,6 +40,8 @@ class RewardLearner:
         cfg: the ensemble's settings.
         device: torch device of the networks (numpy in, numpy out either way).
         seed: seeds the initial weights and the train/validation split of labels.
+        seen_obs: the leading observation entries the reward reads (None: all; see
+            ``--reward-model.sees``).
     """
 
     def __init__(
@@ -51,13 +53,14 @@ class RewardLearner:
         seed: int = 0,
         data: DataConfig | None = None,
         sharpness: float = DEFAULT_SHARPNESS,
+        seen_obs: int | None = None,
     ) -> None:
         self.cfg = cfg
         self.data = data or DataConfig()
         """What each training round draws (--data.*)."""
         self.sharpness = sharpness
         """k of the rating loss."""
-        self.ensemble = RewardEnsemble(obs_dim, act_dim, cfg, device, seed=seed)
+        self.ensemble = RewardEnsemble(obs_dim, act_dim, cfg, device, seed=seed, seen_obs=seen_obs)
         self.fitted_on = 0
         """Labels and ratings (skips excluded) in the last training round; 0 before the first."""
         self.fitted_prefs = 0
@@ -118,8 +121,9 @@ class RewardLearner:
         train/validation split stays the ensemble's own."""
         ens = self.ensemble
         fresh = RewardEnsemble(
-            ens.obs_dim, ens.act_dim, self.cfg, "cpu", seed=int(rng.integers(2**31))
-        )
+            ens.obs_dim, ens.act_dim, self.cfg, "cpu", seed=int(rng.integers(2**31)),
+            seen_obs=ens.seen_obs,
+        )  # fmt: skip
         ens.members.load_state_dict(fresh.members.state_dict())
 
     def fit_stream(
@@ -221,6 +225,7 @@ class RewardLearner:
         return {
             "obs_dim": ens.obs_dim,
             "act_dim": ens.act_dim,
+            "seen_obs": ens.seen_obs,
             "seed": ens.seed,
             "cfg": _plain(dataclasses.asdict(self.cfg)),
             "weights": ens.state_dict(),
@@ -249,7 +254,10 @@ class RewardLearner:
         cfg_fields = dict(state["cfg"])
         cfg_fields["hidden_sizes"] = tuple(cfg_fields["hidden_sizes"])
         cfg = RewardConfig(**cfg_fields)
-        learner = cls(state["obs_dim"], state["act_dim"], cfg, device, seed=state["seed"])
+        learner = cls(
+            state["obs_dim"], state["act_dim"], cfg, device, seed=state["seed"],
+            seen_obs=state.get("seen_obs"),  # older files: every entry
+        )  # fmt: skip
         learner.load_state_dict(state)
         return learner
 

@@ -117,6 +117,8 @@ class RewardEnsemble(nn.Module):
         device: torch device the members live on; numpy in, numpy out either way.
         seed: seeds the initial weights (global torch RNG state is left untouched) and the
             trainer's train/validation split, so one seed gives one ensemble.
+        seen_obs: the leading observation entries the members see (the rest are zeroed, as
+            ``observations_only`` zeroes actions); None: all of them.
     """
 
     def __init__(
@@ -126,9 +128,11 @@ class RewardEnsemble(nn.Module):
         cfg: RewardConfig,
         device: torch.device | str = "cpu",
         seed: int = 0,
+        seen_obs: int | None = None,
     ) -> None:
         super().__init__()
         self.obs_dim, self.act_dim, self.cfg, self.seed = obs_dim, act_dim, cfg, seed
+        self.seen_obs = None if seen_obs is None or seen_obs >= obs_dim else seen_obs
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.members = nn.ModuleList(
@@ -172,11 +176,20 @@ class RewardEnsemble(nn.Module):
                 f"expected (..., {self.obs_dim}) obs and (..., {self.act_dim}) actions, "
                 f"got {obs.shape} and {actions.shape}"
             )
-        actions = self.seen_actions(actions)
+        obs, actions = self.seen(obs), self.seen_actions(actions)
         flag = np.zeros((*obs.shape[:-1], 1), np.float32)
         if absorbing is not None:
             flag[..., 0] = absorbing
         return torch.from_numpy(np.concatenate([obs, actions, flag], axis=-1)).to(self.device)
+
+    def seen(self, obs: np.ndarray) -> np.ndarray:
+        """The observations as the networks see them: entries from ``seen_obs`` on zeroed (the
+        input keeps its width, like ``seen_actions``)."""
+        if self.seen_obs is None:
+            return obs
+        seen = np.array(obs, dtype=np.float32)
+        seen[..., self.seen_obs :] = 0.0
+        return seen
 
     def seen_actions(self, actions: np.ndarray) -> np.ndarray:
         """The actions as the networks see them: zeros with ``observations_only`` (the input
@@ -287,7 +300,7 @@ def stack_pairs(ensemble: RewardEnsemble, pairs: list[Pair]) -> tuple[torch.Tens
     for i, pair in enumerate(pairs):
         for j, seg in enumerate((pair.left, pair.right)):
             steps = len(seg)
-            x[i, j, :steps, :obs_dim] = seg.obs
+            x[i, j, :steps, :obs_dim] = ensemble.seen(seg.obs)
             x[i, j, :steps, obs_dim : obs_dim + act_dim] = ensemble.seen_actions(seg.actions)
             x[i, j, seg.real_steps : steps, -1] = 1.0
             mask[i, j, :steps] = 1.0

@@ -101,6 +101,12 @@ def open_preferences(
     scale = cfg.rating_scale()
     store.set_meta(SCALE_META, scale.to_json())  # the page draws the grade buttons from it
     env = plan.env
+    seen = env.motion_obs if cfg.reward_model.sees == "motion" else None
+    if seen is not None and seen < env.obs_dim:
+        say(
+            f"reward reads {seen} of the {env.obs_dim} observation entries: the joint positions"
+            " and velocities (--reward-model.sees motion)"
+        )
     reward = RewardLearner(
         env.obs_dim,
         env.act_dim,
@@ -109,6 +115,7 @@ def open_preferences(
         seed=cfg.seed,
         data=cfg.data,
         sharpness=cfg.ratings.sharpness,
+        seen_obs=seen,
     )
     feedback = _feedback_source(cfg, run_dir, store, rng_feedback, scale.levels, say)
     return Preferences(

@@ -199,6 +199,38 @@ def test_env_kwargs_reach_the_env(tmp_path: Path) -> None:
     assert summary.status == "finished"
 
 
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "motion"),
+    [
+        ("HalfCheetah-v5", None, 17),  # the whole observation: qpos without x, qvel
+        ("Hopper-v5", None, 11),
+        ("Ant-v5", None, 27),  # then 78 contact forces
+        ("Ant-v5", {"include_cfrc_ext_in_observation": False}, 27),
+        ("Humanoid-v5", None, 45),  # then inertias, body velocities and forces
+        ("Reacher-v5", None, None),  # cosines of its angles first
+        ("Pendulum-v1", None, None),  # no MuJoCo state
+    ],
+)
+def test_the_motion_entries_are_the_joint_positions_and_velocities_an_observation_starts_with(
+    env_id: str, kwargs: dict | None, motion: int | None
+) -> None:
+    assert describe_env(env_id, kwargs).motion_obs == motion
+
+
+def test_a_reward_that_sees_motion_reads_ants_joints_and_not_its_contact_forces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rlhf.core.signed import load_signed
+    from rlhf.reward.learner import RewardLearner
+
+    cfg = tiny_config(tmp_path, "Ant-v5", reward_model=RewardConfig(sees="motion"))
+    assert run(cfg).status == "finished"
+    assert "reward reads 27 of the 105 observation entries" in capsys.readouterr().out
+    state = load_signed(tmp_path / "run" / "checkpoints" / "reward_model.pt", "cpu")
+    ensemble = RewardLearner.from_state_dict(state).ensemble
+    assert (ensemble.obs_dim, ensemble.seen_obs) == (105, 27)
+
+
 @pytest.mark.slow
 def test_hopper_learns_to_stay_up_instead_of_ending_its_episodes(
     tmp_path: Path, learning_seed, record_property

@@ -232,6 +232,36 @@ def test_an_observations_only_reward_ignores_actions_and_still_learns_the_rest(t
     assert not np.array_equal(default.score(obs, act), default.score(obs, -act))
 
 
+def test_a_reward_that_sees_the_leading_entries_ignores_the_rest_and_learns_from_them(
+    toy, tmp_path
+):
+    # --reward-model.sees motion: the toy reward is obs[8] - 0.1 |a|^2, so a reward that reads
+    # obs[:9] can learn it whatever the entries after it (Ant's contact forces) do.
+    import torch
+
+    from rlhf.reward.learner import RewardLearner
+
+    data_rng = np.random.default_rng(0)
+    train, held_out = toy.preferences(500, data_rng), toy.preferences(1000, data_rng)
+    learner = RewardLearner(toy.obs_dim, toy.act_dim, RewardConfig(), seed=0, seen_obs=9)
+    train_ensemble(learner.ensemble, train, learner.cfg, np.random.default_rng(1))
+    obs, act = toy.steps(data_rng)
+    other = obs.copy()
+    other[:, 9:] = data_rng.normal(size=other[:, 9:].shape)
+    scores = learner.score(obs, act)
+    np.testing.assert_array_equal(scores, learner.score(other, act))  # unseen: no effect
+    assert np.corrcoef(scores, obs[:, 8] - 0.1 * (act**2).sum(-1))[0, 1] > 0.9
+    assert preference_accuracy(learner.ensemble, held_out) >= 0.85
+    torch.save(learner.state_dict(), tmp_path / "reward.pt")  # a saved model keeps what it reads
+    loaded = RewardLearner.from_state_dict(torch.load(tmp_path / "reward.pt", weights_only=True))
+    assert loaded.ensemble.seen_obs == 9
+    np.testing.assert_array_equal(loaded.score(other, act), scores)
+    every = RewardLearner(toy.obs_dim, toy.act_dim, RewardConfig(), seed=0, seen_obs=17)
+    assert every.ensemble.seen_obs is None  # all of them: the default's inputs
+    default = RewardLearner(toy.obs_dim, toy.act_dim, RewardConfig(), seed=0)
+    assert not np.array_equal(default.score(obs, act), default.score(other, act))
+
+
 def test_the_noise_aware_loss_is_bradley_terry_with_a_floor_under_each_answer():
     logits = torch.tensor([-40.0, -3.0, 0.0, 2.0, 40.0])
     mu = torch.tensor([1.0, 0.0, 0.5, 1.0, 0.0])
