@@ -88,13 +88,15 @@ class RewardConfig:
     cost; one without them cannot learn a control cost either way. Try it where a learned reward
     pays for large actions (the agent flails); leave it off where the env's control cost matters (measured:
     docs/results/settings.md)."""
-    sees: Literal["observation", "motion"] = "observation"
+    sees: Literal["observation", "motion"] = "motion"
     """What of an observation the reward reads. motion: the robot's joint positions and
     velocities only, what a clip shows a person, where the observation starts with them
-    (gymnasium's MuJoCo robots; Ant-v5's 78 contact forces and Humanoid's inertias and forces
-    are then left out, and on HalfCheetah, Hopper, Walker2d and Swimmer they are the whole
-    observation); elsewhere the whole observation, as with observation. The policy sees the
-    whole observation either way (measured: docs/results/few-labels.md)."""
+    (gymnasium's MuJoCo robots: Ant-v5's 78 contact forces and Humanoid's inertias and forces
+    are left out, and on HalfCheetah, Hopper, Walker2d and Swimmer they are the whole
+    observation); elsewhere the whole observation. observation: all of it. The policy sees the
+    whole observation either way. A reward that reads contact forces from a few hundred labels
+    pays for what they happen to correlate with, not for the motion a person judged
+    (measured: docs/results/few-labels.md)."""
     explore_bonus: float = 0.0
     """RUNE (Liang et al. 2022): the agent is paid this many times the members' disagreement (the
     std of their standardised rewards) on top of their mean, so it tries what the labels leave

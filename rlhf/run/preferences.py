@@ -105,7 +105,7 @@ def open_preferences(
     if seen is not None and seen < env.obs_dim:
         say(
             f"reward reads {seen} of the {env.obs_dim} observation entries: the joint positions"
-            " and velocities (--reward-model.sees motion)"
+            " and velocities (all of them: --reward-model.sees observation)"
         )
     reward = RewardLearner(
         env.obs_dim,

@@ -217,18 +217,20 @@ def test_the_motion_entries_are_the_joint_positions_and_velocities_an_observatio
     assert describe_env(env_id, kwargs).motion_obs == motion
 
 
-def test_a_reward_that_sees_motion_reads_ants_joints_and_not_its_contact_forces(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(("sees", "seen"), [(None, 27), ("observation", None)])
+def test_the_reward_reads_ants_joints_and_not_its_contact_forces_unless_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sees: str | None, seen: int | None
 ) -> None:
     from rlhf.core.signed import load_signed
     from rlhf.reward.learner import RewardLearner
 
-    cfg = tiny_config(tmp_path, "Ant-v5", reward_model=RewardConfig(sees="motion"))
-    assert run(cfg).status == "finished"
-    assert "reward reads 27 of the 105 observation entries" in capsys.readouterr().out
+    reward = RewardConfig() if sees is None else RewardConfig(sees=sees)  # None: the default
+    assert run(tiny_config(tmp_path, "Ant-v5", reward_model=reward)).status == "finished"
+    said = "reward reads 27 of the 105 observation entries" in capsys.readouterr().out
+    assert said == (seen is not None)
     state = load_signed(tmp_path / "run" / "checkpoints" / "reward_model.pt", "cpu")
     ensemble = RewardLearner.from_state_dict(state).ensemble
-    assert (ensemble.obs_dim, ensemble.seen_obs) == (105, 27)
+    assert (ensemble.obs_dim, ensemble.seen_obs) == (105, seen)
 
 
 @pytest.mark.slow
