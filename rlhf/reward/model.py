@@ -176,20 +176,19 @@ class RewardEnsemble(nn.Module):
                 f"expected (..., {self.obs_dim}) obs and (..., {self.act_dim}) actions, "
                 f"got {obs.shape} and {actions.shape}"
             )
-        obs, actions = self.seen(obs), self.seen_actions(actions)
+        actions = self.seen_actions(actions)
         flag = np.zeros((*obs.shape[:-1], 1), np.float32)
         if absorbing is not None:
             flag[..., 0] = absorbing
-        return torch.from_numpy(np.concatenate([obs, actions, flag], axis=-1)).to(self.device)
+        x = self.hide_unseen(np.concatenate([obs, actions, flag], axis=-1))
+        return torch.from_numpy(x).to(self.device)
 
-    def seen(self, obs: np.ndarray) -> np.ndarray:
-        """The observations as the networks see them: entries from ``seen_obs`` on zeroed (the
-        input keeps its width, like ``seen_actions``)."""
-        if self.seen_obs is None:
-            return obs
-        seen = np.array(obs, dtype=np.float32)
-        seen[..., self.seen_obs :] = 0.0
-        return seen
+    def hide_unseen(self, x: np.ndarray) -> np.ndarray:
+        """``x`` (..., in_dim) with the observation entries from ``seen_obs`` on zeroed, in place
+        (the input keeps its width, like ``seen_actions``; no copy of a relabelled buffer)."""
+        if self.seen_obs is not None:
+            x[..., self.seen_obs : self.obs_dim] = 0.0
+        return x
 
     def seen_actions(self, actions: np.ndarray) -> np.ndarray:
         """The actions as the networks see them: zeros with ``observations_only`` (the input
@@ -300,9 +299,10 @@ def stack_pairs(ensemble: RewardEnsemble, pairs: list[Pair]) -> tuple[torch.Tens
     for i, pair in enumerate(pairs):
         for j, seg in enumerate((pair.left, pair.right)):
             steps = len(seg)
-            x[i, j, :steps, :obs_dim] = ensemble.seen(seg.obs)
+            x[i, j, :steps, :obs_dim] = seg.obs
             x[i, j, :steps, obs_dim : obs_dim + act_dim] = ensemble.seen_actions(seg.actions)
             x[i, j, seg.real_steps : steps, -1] = 1.0
             mask[i, j, :steps] = 1.0
+    ensemble.hide_unseen(x)
     device = ensemble.device
     return torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device)

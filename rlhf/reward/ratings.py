@@ -61,10 +61,11 @@ def stack_ratings(ensemble: RewardEnsemble, ratings: list[Rating]) -> RatingData
                 f" the ensemble expects {obs_dim}/{act_dim}"
             )
         steps = len(seg)
-        x[i, :steps, :obs_dim] = ensemble.seen(seg.obs)
+        x[i, :steps, :obs_dim] = seg.obs
         x[i, :steps, obs_dim : obs_dim + act_dim] = ensemble.seen_actions(seg.actions)
         x[i, seg.real_steps : steps, -1] = 1.0
         mask[i, :steps] = 1.0
+    ensemble.hide_unseen(x)
     device = ensemble.device
     grade = torch.tensor([r.grade for r in ratings], dtype=torch.long, device=device)
     return RatingData(

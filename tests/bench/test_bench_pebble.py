@@ -24,6 +24,19 @@ def _quick_job(out: Path, arm: str, settings: tuple = ()) -> bench.Job:
     )  # fmt: skip
 
 
+def _record_runs(monkeypatch: pytest.MonkeyPatch) -> list[bench.Job]:
+    """The jobs bench_pebble hands to Ray from now on, recorded instead of run (each "ends" at
+    45)."""
+    ran: list[bench.Job] = []
+
+    def fake_run_jobs(fn, jobs, **_):
+        ran.extend(jobs)
+        return [bench.Result(j, 45.0, 50.0, []) for j in jobs]
+
+    monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
+    return ran
+
+
 def test_a_stopped_run_goes_on_from_its_checkpoint_and_a_damaged_one_starts_again(
     short_tmp: Path,
 ) -> None:
@@ -125,13 +138,7 @@ def test_set_runs_a_pebble_variant_under_its_own_key_beside_the_kept_arms(
         path.write_text(json.dumps(asdict(kept)))  # JSON makes the settings' tuples lists
     assert variant.key != job("pebble").key and "recent_share=0.5" in variant.key
     assert bench._load(short_tmp)[variant.key].job == variant  # read back under its own key
-    ran: list[bench.Job] = []
-
-    def fake_run_jobs(fn, jobs, **_):
-        ran.extend(jobs)
-        return [bench.Result(j, 45.0, 50.0, []) for j in jobs]
-
-    monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
+    ran = _record_runs(monkeypatch)
     argv = ["bench_pebble.py", "--quick", "--hidden-dtype", "float32", "--out", str(short_tmp)]
     monkeypatch.setattr(sys, "argv", [*argv, "--arms", "pebble", "--set", "sac.recent-share=0.5"])
     bench.main()
@@ -146,13 +153,7 @@ def test_set_runs_a_pebble_variant_under_its_own_key_beside_the_kept_arms(
 def test_set_env_kwargs_changes_the_task_of_every_arm(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ran: list[bench.Job] = []
-
-    def fake_run_jobs(fn, jobs, **_):
-        ran.extend(jobs)
-        return [bench.Result(j, 45.0, 50.0, []) for j in jobs]
-
-    monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
+    ran = _record_runs(monkeypatch)
     kwargs = 'env-kwargs={"forward_reward_weight": 2.0}'
     argv = ["bench_pebble.py", "--quick", "--out", str(short_tmp), "--set", kwargs]
     monkeypatch.setattr(sys, "argv", [*argv, "--set", "sac.recent-share=0.5"])
@@ -181,13 +182,7 @@ def test_set_refuses_what_the_benchmark_sets_and_values_out_of_range(
 def test_the_seed_flags_choose_the_seeds_and_the_run_says_which(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ran: list[bench.Job] = []
-
-    def fake_run_jobs(fn, jobs, **_):
-        ran.extend(jobs)
-        return [bench.Result(j, 45.0, 50.0, []) for j in jobs]
-
-    monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
+    ran = _record_runs(monkeypatch)
     argv = ["bench_pebble.py", "--env-id", "Hopper-v5", "--arms", "pebble", "--mistake", "0.1"]
     monkeypatch.setattr(sys, "argv", [*argv, "--seed-set", "report", "--n-seeds", "2"])
     bench.main()
