@@ -20,6 +20,7 @@ import mujoco
 import numpy as np
 
 from rlhf.config import ConfigError
+from rlhf.core.motion import motion_size
 from rlhf.core.shell import program
 from rlhf.envs.dmc import clip_problem, dmc_problem, episode_steps, is_dmc, register_dmc
 from rlhf.envs.goals import (
@@ -32,7 +33,6 @@ from rlhf.envs.goals import (
 )
 from rlhf.envs.state import (
     StateKind,
-    motion_size,
     mujoco_data,
     mujoco_sim,
     state_kind,
@@ -83,7 +83,7 @@ class EnvInfo:
         goal_size: size of the desired goal that ends each observation of a goal-conditioned
             env (:mod:`rlhf.envs.goals`); 0 for any other env.
         motion_obs: how many leading observation entries are the robot's joint positions and
-            velocities (:func:`rlhf.envs.state.motion_size`); None: the observation does not
+            velocities (:func:`rlhf.core.motion.motion_size`); None: the observation does not
             start with them.
     """
 

@@ -70,19 +70,6 @@ def state_sizes(env: gym.Env) -> tuple[int, int]:
     return 0, 0
 
 
-def motion_size(obs: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> int | None:
-    """How many leading entries of ``obs`` are the robot's joint positions and velocities: ``qpos``
-    without the first few coordinates (those the env leaves out of its observation, such as
-    the x of a walker), then ``qvel``, as gymnasium's MuJoCo robots build their observations.
-    None when ``obs`` does not start that way (DeepMind Control's walker: orientations first)."""
-    obs = np.asarray(obs, np.float64)
-    for skip in range(min(len(qpos), 3) + 1):  # gymnasium leaves out at most x, y (and z)
-        motion = np.concatenate([qpos[skip:], qvel])
-        if len(motion) <= len(obs) and np.allclose(obs[: len(motion)], motion, atol=1e-6):
-            return len(motion)
-    return None
-
-
 class StateRecorder:
     """Reads the state of every sub-env of a SyncVectorEnv into preallocated arrays."""
 

@@ -5,7 +5,9 @@ share (by ``--seed``); the ensemble trains on the first as a run would (Bradley-
 loss together, with its own validation split for early stopping) and is judged on the second:
 pairwise accuracy against the labels, the share of held-out clip pairs with different grades
 that its predicted returns order as the grades do, and the correlation of its per-step reward
-with the env's true reward where the dataset has one. The lazy path (``--lazy``) streams pairs
+with the env's true reward where the dataset has one. Like a run, the reward reads what
+``--reward-model.sees`` says: by default the joint positions and velocities, found by comparing
+the first segment's observation with the physics state it recorded. The lazy path (``--lazy``) streams pairs
 only: a dataset's ratings are left out there. The saved file is the run's own
 ``reward_model.pt`` format (:meth:`RewardLearner.state_dict` plus where it came from).
 """
@@ -27,6 +29,7 @@ import tyro
 from rlhf.config import ConfigError, RewardConfig, command_check
 from rlhf.config.presets import general_reward
 from rlhf.config.ranges import at_least, seed, within
+from rlhf.core.motion import segment_motion
 from rlhf.core.signed import save_signed
 from rlhf.core.types import Preference, Rating, Segment
 from rlhf.reward.bradley_terry import preference_accuracy
@@ -109,7 +112,7 @@ def fit_offline(
     test, train = _split(prefs, test_fraction, rng)
     rtest, rtrain = _split(ratings, test_fraction, rng)
     first = prefs[0].pair.left if prefs else ratings[0].segment
-    learner = RewardLearner(first.obs.shape[1], first.actions.shape[1], cfg, seed=seed)
+    learner = _learner(first, cfg, seed)
     learner.fit(train, rng, rtrain)
     accuracy = preference_accuracy(learner.ensemble, test) if test else math.nan
     held_out = [s for p in test for s in (p.pair.left, p.pair.right)] + [r.segment for r in rtest]
@@ -122,6 +125,13 @@ def fit_offline(
         len(rtest),
         _grade_order_accuracy(learner, rtest),
     )
+
+
+def _learner(first: Segment, cfg: RewardConfig, seed: int) -> RewardLearner:
+    """A new learner for segments like ``first``, reading what ``--reward-model.sees`` says (the
+    motion found in the recorded state, as a run finds it in its env)."""
+    seen = segment_motion(first) if cfg.sees == "motion" else None
+    return RewardLearner(first.obs.shape[1], first.actions.shape[1], cfg, seed=seed, seen_obs=seen)
 
 
 def _split(items: list, test_fraction: float, rng: np.random.Generator) -> tuple[list, list]:
@@ -183,9 +193,8 @@ def fit_lazy(
         train.set_epoch(k)
         return batches(train, cfg.batch_size, workers)
 
-    first = val[0].pair.left
     rng = np.random.default_rng(seed)
-    learner = RewardLearner(first.obs.shape[1], first.actions.shape[1], cfg, seed=seed)
+    learner = _learner(val[0].pair.left, cfg, seed)
     stats = learner.fit_stream(epochs, val, rng)
     accuracy = preference_accuracy(learner.ensemble, test) if test else math.nan
     held_out = [s for p in test for s in (p.pair.left, p.pair.right)]
@@ -244,5 +253,11 @@ def reward_main(cmd: RewardCommand) -> None:
     save_signed(state, out)  # atomic: a failed write (a full disk) leaves no half-written file
     unused = lazy and bool(info.get("counts", {}).get("ratings", 0))
     print(f"{out}: {fit_summary(result, unused)}")
+    seen, width = learner.ensemble.seen_obs, learner.ensemble.obs_dim
+    if seen is not None:
+        print(
+            f"{out}: reads {seen} of the {width} observation entries, the joint positions and"
+            " velocities (all of them: --reward-model.sees observation)"
+        )
     if unused:
         print(f"{dataset}: --lazy streams pairs only; the dataset's ratings were not used")
