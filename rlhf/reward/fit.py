@@ -253,11 +253,7 @@ def reward_main(cmd: RewardCommand) -> None:
     save_signed(state, out)  # atomic: a failed write (a full disk) leaves no half-written file
     unused = lazy and bool(info.get("counts", {}).get("ratings", 0))
     print(f"{out}: {fit_summary(result, unused)}")
-    seen, width = learner.ensemble.seen_obs, learner.ensemble.obs_dim
-    if seen is not None:
-        print(
-            f"{out}: reads {seen} of the {width} observation entries, the joint positions and"
-            " velocities (all of them: --reward-model.sees observation)"
-        )
+    if (reads := learner.ensemble.what_it_reads()) is not None:
+        print(f"{out}: {reads}")
     if unused:
         print(f"{dataset}: --lazy streams pairs only; the dataset's ratings were not used")

@@ -190,6 +190,16 @@ class RewardEnsemble(nn.Module):
             x[..., self.seen_obs : self.obs_dim] = 0.0
         return x
 
+    def what_it_reads(self) -> str | None:
+        """One line for the user when the members read only part of an observation (None when
+        they read all of it)."""
+        if self.seen_obs is None:
+            return None
+        return (
+            f"reads {self.seen_obs} of the {self.obs_dim} observation entries, the joint"
+            " positions and velocities (all of them: --reward-model.sees observation)"
+        )
+
     def seen_actions(self, actions: np.ndarray) -> np.ndarray:
         """The actions as the networks see them: zeros with ``observations_only`` (the input
         keeps its width, so saved models load either way; a zero column stays zero once

@@ -102,11 +102,6 @@ def open_preferences(
     store.set_meta(SCALE_META, scale.to_json())  # the page draws the grade buttons from it
     env = plan.env
     seen = env.motion_obs if cfg.reward_model.sees == "motion" else None
-    if seen is not None and seen < env.obs_dim:
-        say(
-            f"reward reads {seen} of the {env.obs_dim} observation entries: the joint positions"
-            " and velocities (all of them: --reward-model.sees observation)"
-        )
     reward = RewardLearner(
         env.obs_dim,
         env.act_dim,
@@ -117,6 +112,8 @@ def open_preferences(
         sharpness=cfg.ratings.sharpness,
         seen_obs=seen,
     )
+    if (reads := reward.ensemble.what_it_reads()) is not None:
+        say(f"reward {reads}")
     feedback = _feedback_source(cfg, run_dir, store, rng_feedback, scale.levels, say)
     return Preferences(
         store=store,

@@ -52,6 +52,10 @@ def test_an_offline_fit_reads_the_motion_its_segments_recorded(
     learner, _ = fit_offline(_prefs(with_state), cfg, test_fraction=0.25, seed=0)
     assert learner.ensemble.seen_obs == seen
     assert learner.state_dict()["seen_obs"] == seen  # and the saved reward says so
+    said = learner.ensemble.what_it_reads()  # and the command tells the user
+    assert (
+        said is None if seen is None else said.startswith(f"reads {seen} of the {MOTION + EXTRA}")
+    )
 
 
 def test_the_motion_of_a_segment_is_found_past_the_coordinates_left_out() -> None:
