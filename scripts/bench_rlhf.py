@@ -64,7 +64,7 @@ import numpy as np
 from _bench_rlhf_table import Task, Teacher, headline, make_rows, plot, print_table
 
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig, TeacherConfig, flag
-from rlhf.config.presets import with_preset
+from rlhf.config.presets import learned_end, with_preset
 from rlhf.core.shell import program, short_path
 from rlhf.sweep import run_jobs
 from rlhf.sweep.grid import cell_name
@@ -285,7 +285,9 @@ def _settings(
 ) -> dict[str, float]:
     """--init-log-std, --query.replay-share and --end-margin as ``rlhf train`` resolves them for
     this job (with its --set settings): a value not given takes the env's preset
-    (rlhf.config.presets.with_preset decides, as in a run)."""
+    (rlhf.config.presets.with_preset decides, as in a run). A margin given to a job without a
+    learned end (PPO on the true reward, a fixed horizon) moves nothing there, so it is 0 in
+    the job and its key: the true-reward baseline of a margin screen is the one already run."""
     cfg = Config(
         env_id=env_id,
         reward="env" if mode == "ppo" else "learned",
@@ -296,7 +298,7 @@ def _settings(
     return {
         "init_log_std": resolved.ppo.init_log_std or 0.0,
         "replay_share": resolved.query.replay_share or 0.0,
-        "end_margin": resolved.ppo.end_margin or 0.0,
+        "end_margin": (resolved.ppo.end_margin or 0.0) if learned_end(resolved) else 0.0,
     }
 
 

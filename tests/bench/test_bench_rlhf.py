@@ -95,6 +95,14 @@ def test_the_preset_is_resolved_with_the_settings(bench) -> None:
     assert bench._settings("Hopper-v5", "rlhf", None, None, None, fixed)["end_margin"] == 0.0
 
 
+def test_a_margin_keys_only_the_runs_it_moves(bench) -> None:
+    # PPO on the true reward has no learned end: a margin screen reuses its baseline.
+    assert bench._settings("Walker2d-v5", "ppo", None, None, -1.0)["end_margin"] == 0.0
+    assert bench._settings("Walker2d-v5", "rlhf", None, None, -1.0)["end_margin"] == -1.0
+    fixed = (("terminations", "fixed-horizon"),)
+    assert bench._settings("Walker2d-v5", "rlhf", None, None, -1.0, fixed)["end_margin"] == 0.0
+
+
 def test_ppo_has_no_teacher_and_every_other_setting_is_in_the_key(bench) -> None:
     ppo = bench.Job("Hopper-v5", "ppo", 101, 1000, 0)
     oracle = bench.Job("Hopper-v5", "rlhf", 101, 1000, 200)
