@@ -43,6 +43,14 @@ class ActorCritic(nn.Module):
         self.actor_mean = _mlp(obs_dim, hidden, act_dim, 0.01)
         self.actor_logstd = nn.Parameter(torch.full((1, act_dim), float(init_log_std)))
 
+    @torch.no_grad()
+    def floor_std(self, min_std: float) -> None:
+        """Project the log-std back to at least log(``min_std``) (0: no floor). A projection,
+        not a clamp in the forward pass: a clamp would zero the gradient below the floor and
+        leave the std stuck there for good."""
+        if min_std > 0:
+            self.actor_logstd.clamp_(min=math.log(min_std))
+
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic(obs).squeeze(-1)
 
@@ -167,6 +175,7 @@ def ppo_update(
             loss.backward()
             nn.utils.clip_grad_norm_(agent.parameters(), cfg.max_grad_norm, foreach=True)
             optimizer.step()
+            agent.floor_std(cfg.min_std)
         if cfg.target_kl is not None and approx_kl.item() > cfg.target_kl:
             break
     return UpdateStats(

@@ -41,6 +41,11 @@ class PPOConfig:
     """Clip the value loss as in the PPO paper."""
     ent_coef: float = 0.0
     """Entropy bonus coefficient."""
+    min_std: float = 0.0
+    """Floor on the standard deviation of the policy's actions (0: none): after each gradient
+    step the log-std is put back to at least log(min_std), so its gradient still moves it up
+    from there. A learned reward can charge action noise far more than the truth does and drive
+    it to nothing (measured: docs/results/few-labels.md)."""
     vf_coef: float = 0.5
     """Value loss coefficient."""
     max_grad_norm: float = 0.5
@@ -82,6 +87,8 @@ class PPOConfig:
         at_least(check, "ppo.update_epochs", self.update_epochs, 1, 10_000)
         above(check, "ppo.clip_coef", self.clip_coef, 0, 10.0)
         at_least(check, "ppo.ent_coef", self.ent_coef, 0, 10.0)
+        # above 10 a policy's actions would be noise on any env's [-1, 1] box
+        at_least(check, "ppo.min_std", self.min_std, 0, 10.0)
         at_least(check, "ppo.vf_coef", self.vf_coef, 0, 100.0)
         above(check, "ppo.max_grad_norm", self.max_grad_norm, 0, 1e6)
         above(check, "ppo.target_kl", self.target_kl, 0, 100.0)

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from rlhf.agent.collector import RolloutCollector
+from rlhf.agent.ppo import ActorCritic, PPOBatch, ppo_update
 from rlhf.agent.ppo_learner import PPOLearner
 from rlhf.config import Config, PPOConfig
 from rlhf.envs import make_vec_env
@@ -178,3 +179,35 @@ def test_end_margin_counts_an_end_below_the_absorbing_reward() -> None:
     assert _same(lowered, _after_one_update("Hopper-v5", "absorbing", 0.0, 0.3, margin=0.3))
     cheetah = _after_one_update("HalfCheetah-v5", "zero", -0.7, -0.7)
     assert _same(cheetah, _after_one_update("HalfCheetah-v5", "zero", -0.7, -0.7, margin=0.3))
+
+
+def _std_after_updates(min_std: float, sign: float, init_std: float = 0.2) -> float:
+    """The policy's std after 3 PPO updates that pay ``sign`` times the size of each action's
+    noise (sign -1: a reward that charges noise, as a learned reward can; +1: one that pays it)."""
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    cfg = PPOConfig(num_minibatches=4, update_epochs=4, min_std=min_std)
+    agent = ActorCritic(3, 2, init_log_std=float(np.log(init_std)))
+    optimizer = torch.optim.Adam(agent.parameters(), lr=0.05)
+    for _ in range(3):
+        obs = torch.randn(512, 3)
+        with torch.no_grad():
+            noise = torch.randn(512, 2) * agent.actor_logstd.exp()
+            actions = agent.actor_mean(obs) + noise
+            logprobs, _, values = agent.evaluate(obs, actions)
+        advantages = sign * noise.abs().sum(-1)
+        batch = PPOBatch(obs, actions, logprobs, advantages, values + advantages, values)
+        ppo_update(agent, optimizer, batch, cfg, rng)
+    return float(agent.actor_logstd.detach().exp().min())
+
+
+def test_min_std_floors_the_action_noise_and_lets_it_rise() -> None:
+    """--ppo.min-std 0.2: a reward that charges noise drives the std below 0.2 without the floor
+    and not with it; one that pays noise still raises it from the floor (a projection after
+    each step, not a clamp that would leave the gradient at zero there)."""
+    assert _std_after_updates(0.0, -1.0) < 0.15
+    assert _std_after_updates(0.2, -1.0) == pytest.approx(0.2, rel=1e-5)
+    assert _std_after_updates(0.2, +1.0) > 0.25
+    # a floor above the starting noise lifts it to the floor from the first rollout
+    learner = PPOLearner(5, 4, 1, PPOConfig(init_log_std=-3.0, min_std=0.2), torch.device("cpu"))
+    assert np.allclose(learner.actor().std, 0.2)
