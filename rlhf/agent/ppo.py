@@ -124,6 +124,7 @@ class UpdateStats:
     approx_kl: float
     clipfrac: float
     explained_variance: float
+    action_std_min: float  # the smallest std over the action entries: where --ppo.min-std binds
 
     def metrics(self) -> dict[str, float]:
         """TensorBoard scalars under CleanRL's ``losses/`` keys."""
@@ -135,6 +136,7 @@ class UpdateStats:
             "losses/approx_kl": self.approx_kl,
             "losses/clipfrac": self.clipfrac,
             "losses/explained_variance": self.explained_variance,
+            "losses/action_std_min": self.action_std_min,
         }
 
 
@@ -186,6 +188,7 @@ def ppo_update(
         approx_kl=approx_kl.item(),
         clipfrac=float(torch.stack(clipfracs).mean()) if clipfracs else 0.0,
         explained_variance=_explained_variance(batch.values, batch.returns),
+        action_std_min=float(agent.actor_logstd.detach().min().exp()),
     )
 
 

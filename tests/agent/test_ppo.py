@@ -197,8 +197,10 @@ def _std_after_updates(min_std: float, sign: float, init_std: float = 0.2) -> fl
             logprobs, _, values = agent.evaluate(obs, actions)
         advantages = sign * noise.abs().sum(-1)
         batch = PPOBatch(obs, actions, logprobs, advantages, values + advantages, values)
-        ppo_update(agent, optimizer, batch, cfg, rng)
-    return float(agent.actor_logstd.detach().exp().min())
+        stats = ppo_update(agent, optimizer, batch, cfg, rng)
+    # what TensorBoard shows (losses/action_std_min) is the policy's smallest std
+    assert stats.action_std_min == pytest.approx(float(agent.actor_logstd.detach().exp().min()))
+    return stats.action_std_min
 
 
 def test_min_std_floors_the_action_noise_and_lets_it_rise() -> None:
