@@ -44,8 +44,9 @@ class PPOConfig:
     min_std: float = 0.0
     """Floor on the standard deviation of the policy's actions (0: none): after each gradient
     step the log-std is put back to at least log(min_std), so its gradient still moves it up
-    from there. A learned reward can charge action noise far more than the truth does and drive
-    it to nothing (measured: docs/results/few-labels.md)."""
+    from there. For a run whose learned reward drives the noise to nothing
+    (TensorBoard: losses/action_std_min); not a default, as it did not hold on held-out seeds
+    (measured: docs/results/few-labels.md)."""
     vf_coef: float = 0.5
     """Value loss coefficient."""
     max_grad_norm: float = 0.5
