@@ -105,20 +105,35 @@ def make_rows(pairs: Sequence[tuple[Any, Any]]) -> list[Row]:
         if job.mode != "ppo":
             cell = (Task(job.env_id, job.target), Teacher(job.labels, job.teacher), job.mode)
             cells.setdefault(cell, []).append((job, result))
-    return [
-        Row(
-            task,
-            teacher,
-            mode,
-            tuple(ppo[task, j.seed].final_return for j, _ in mine),
-            tuple(r.final_return for _, r in mine),
-            tuple(r.labels for _, r in mine),
-            tuple(r.seconds for _, r in mine),
-            tuple(r.val_accuracy for _, r in mine if r.val_accuracy is not None),
-            _per_step([ppo[task, j.seed] for j, _ in mine], [r for _, r in mine]),
+    rows = []
+    for (task, teacher, mode), mine in cells.items():
+        # a PPO run not there yet (bench_rlhf --arms rlhf): no baseline, no ratio (nan)
+        baseline = [ppo.get((task, j.seed), _NOT_RUN) for j, _ in mine]
+        rows.append(
+            Row(
+                task,
+                teacher,
+                mode,
+                tuple(r.final_return for r in baseline),
+                tuple(r.final_return for _, r in mine),
+                tuple(r.labels for _, r in mine),
+                tuple(r.seconds for _, r in mine),
+                tuple(r.val_accuracy for _, r in mine if r.val_accuracy is not None),
+                _per_step(baseline, [r for _, r in mine]),
+            )
         )
-        for (task, teacher, mode), mine in cells.items()
-    ]
+    return rows
+
+
+@dataclass(frozen=True)
+class _NotRun:
+    """The stand-in for a PPO result not there: no return, no length."""
+
+    final_return: float = float("nan")
+    final_length: float | None = None
+
+
+_NOT_RUN = _NotRun()
 
 
 def _per_step(ppo: list[Any], rlhf: list[Any]) -> tuple[float, float] | None:
@@ -143,6 +158,8 @@ def _spread(values: Sequence[float], fmt: str) -> str:
 
 
 def _mean_std(values: Sequence[float]) -> str:
+    if any(np.isnan(values)):
+        return "-"  # a PPO run not there yet
     std = statistics.stdev(values) if len(values) > 1 else 0.0
     return f"{statistics.mean(values):>7.0f} ± {std:<5.0f}"
 
@@ -205,11 +222,14 @@ def _curves(ax: Any, lines: list[tuple[str, list[Any]]], grid: np.ndarray, steps
     """One mean ± std curve per (name, results) on ``ax``, PPO first in grey."""
     colors = iter(["tab:gray", "tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"] * 9)
     for name, results in lines:
+        color = next(colors)  # PPO stays grey when its runs are not there yet (--arms)
+        if not results:
+            continue
         arr = np.array([_smoothed(r.curve, grid, 0.05 * steps) for r in results])
         with warnings.catch_warnings():  # no episode has ended yet at the first points: nan
             warnings.simplefilter("ignore", RuntimeWarning)
             mean, std = np.nanmean(arr, 0), np.nanstd(arr, 0)
-        color, ok = next(colors), np.isfinite(mean)  # joined across points no episode ended near
+        ok = np.isfinite(mean)  # joined across points no episode ended near
         ax.plot(grid[ok], mean[ok], color=color, label=name)
         ax.fill_between(grid[ok], (mean - std)[ok], (mean + std)[ok], color=color, alpha=0.2)
 

@@ -43,6 +43,8 @@ each arm's return per step of those episodes beside it (``per step``: what it ea
         --set 'env-kwargs={"include_cfrc_ext_in_observation": false}'   # a task of its own: both
     .venv/bin/python scripts/bench_rlhf.py --out runs/screen --baseline-from runs/bench \
         --set reward-model.weight-decay=0   # RLHF runs only: PPO's from an earlier grid
+    .venv/bin/python scripts/bench_rlhf.py --out runs/screen --arms rlhf \
+        --set ppo.min-std=0.1               # RLHF runs first; PPO's later (same --out)
 
 Needs the bench extra (matplotlib): scripts/setup.sh bench
 """
@@ -468,6 +470,15 @@ def _parser() -> argparse.ArgumentParser:
         " compared with (a run repeats to the last digit on one machine, not across machines)",
     )
     parser.add_argument(
+        "--arms",
+        nargs="+",
+        choices=ARMS,
+        default=list(ARMS),
+        help="run only these arms (rlhf: every learned one): a screen's RLHF runs before its"
+        " baseline, or on another machine; the table still shows every result kept in --out"
+        " and --baseline-from, and a ratio where PPO's is there",
+    )
+    parser.add_argument(
         "--plot",
         type=Path,
         default=None,
@@ -616,6 +627,14 @@ def _plot_path(args: argparse.Namespace, grid: Grid, out: Path) -> Path | None:
     return out / "curves.png"
 
 
+ARMS = ("ppo", "rlhf")
+"""--arms: PPO on the true reward, and every learned mode."""
+
+
+def _arm(job: Job) -> str:
+    return "ppo" if job.mode == "ppo" else "rlhf"
+
+
 def _described(job: Job) -> str:
     """``Hopper-v5 [backflip] rlhf 200l_m0.1 seed 101``: a run in the progress lines."""
     task = Task(job.env_id, job.target).text
@@ -624,16 +643,27 @@ def _described(job: Job) -> str:
 
 
 def _run(
-    jobs: list[Job], out: Path, parallel: int, keep: bool = False, baselines: Sequence[Path] = ()
+    jobs: list[Job],
+    out: Path,
+    parallel: int,
+    keep: bool = False,
+    baselines: Sequence[Path] = (),
+    arms: Sequence[str] = ARMS,
 ) -> dict[str, Result]:
-    """Every job's result: those already in ``out`` (PPO's also in ``baselines``), the others run
-    (and saved in ``out``)."""
+    """Every job's result that is there: those already in ``out`` (PPO's also in
+    ``baselines``), and the others of ``arms`` run (and saved in ``out``)."""
     done = _load(out)
     for where in baselines:
         ppo = {key: r for key, r in _load(where).items() if r.job.mode == "ppo"}
         done = ppo | done
-    todo = list({job.key: job for job in jobs if job.key not in done}.values())
-    print(f"{len(jobs) - len(todo)} runs already in {out}; {len(todo)} to run", flush=True)
+    missing = list({job.key: job for job in jobs if job.key not in done}.values())
+    todo = [job for job in missing if _arm(job) in arms]
+    left = (
+        f" ({len(missing) - len(todo)} of the other arm left out: --arms)"
+        if missing != todo
+        else ""
+    )
+    print(f"{len(jobs) - len(missing)} runs already in {out}; {len(todo)} to run{left}", flush=True)
     if todo:  # no Ray start-up when every run is already there
         for result in run_jobs(
             _job,
@@ -660,11 +690,11 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     print(f"seeds: {' '.join(map(str, grid.seeds))} ({SEED_NOTES[grid.seed_set]})")
     jobs = grid.jobs(args, extra)
-    done = _run(jobs, out, args.jobs, args.keep_runs, args.baseline_from)
+    done = _run(jobs, out, args.jobs, args.keep_runs, args.baseline_from, args.arms)
     if args.keep_runs:
         runs = short_path(out / RUNS)
         print(f"every run's directory: {runs} ({program('tensorboard')} --logdir {runs})")
-    pairs = [(job, done[job.key]) for job in jobs]
+    pairs = [(job, done[job.key]) for job in jobs if job.key in done]  # --arms: some may miss
     rows = make_rows(pairs)
     print_table(rows)
     path = _plot_path(args, grid, out)

@@ -9,6 +9,7 @@ import importlib.util
 import json
 import math
 import re
+import shutil
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -373,3 +374,35 @@ def test_a_screen_takes_ppo_from_the_grid_it_is_compared_with(
     with pytest.raises(SystemExit):
         _main(bench, monkeypatch, capsys, [*argv[:-1], str(tmp_path / "nowhere")])
     assert "--baseline-from " in capsys.readouterr().err
+
+
+def test_arms_rlhf_runs_no_ppo_and_the_table_has_no_ratio_without_it(
+    bench, tmp_path, monkeypatch, capsys
+) -> None:
+    """--arms rlhf: a screen's RLHF runs go first (its PPO later, or on another machine); the
+    table shows them with no baseline and no ratio until PPO's result is there."""
+    out, every = tmp_path / "out", tmp_path / "every"  # every: what each run would save
+    out.mkdir(), every.mkdir()
+    argv = ["--quick", "--n-seeds", "2", "--labels", "100", "--mistake", "0.1"]
+    argv += ["--out", str(out), "--plot", str(tmp_path / "curves.png")]
+    jobs = _cached(bench, argv, every)
+    (kept,) = [job for job in jobs if job.mode != "ppo" and job.seed == 101]
+    shutil.copy(every / f"{kept.key}.json", out)
+    ran: list[tuple[str, int]] = []
+
+    def fake_run_jobs(fn, work, parallel, describe):
+        for job, _, _ in work:
+            ran.append((job.mode, job.seed))
+            shutil.copy(every / f"{job.key}.json", out)  # as the run itself saves it
+        return [bench._load(out)[job.key] for job, _, _ in work]
+
+    monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
+    lines = _main(bench, monkeypatch, capsys, [*argv, "--arms", "rlhf"])
+    assert ran == [("rlhf", 102)]  # neither PPO run
+    assert lines[1].endswith("; 1 to run (2 of the other arm left out: --arms)")
+    row = next(line for line in lines if line.startswith("Hopper-v5"))
+    assert row.split()[5:9] == ["-", "80", "±", "42"]  # no PPO; RLHF's as with it
+    assert parse_figures(lines[-1])["ratio_Hopper"] == "nan"
+    lines = _main(bench, monkeypatch, capsys, argv)  # then PPO's: the screen has its ratio
+    assert ran[1:] == [("ppo", 101), ("ppo", 102)]
+    assert parse_figures(lines[-1])["ratio_Hopper"] == "0.53"
