@@ -124,7 +124,7 @@ class UpdateStats:
     approx_kl: float
     clipfrac: float
     explained_variance: float
-    action_std_min: float  # the smallest std over the action entries: where --ppo.min-std binds
+    action_std_min: float  # the smallest std over the action entries: where --min-std binds
 
     def metrics(self) -> dict[str, float]:
         """TensorBoard scalars under CleanRL's ``losses/`` keys."""

@@ -26,7 +26,7 @@ class PPOLearner:
         self.device = device
         log_std = 0.0 if cfg.init_log_std is None else cfg.init_log_std  # None: not preset
         self.agent = ActorCritic(obs_dim, act_dim, cfg.hidden_size, log_std).to(device)
-        self.agent.floor_std(cfg.min_std)  # --ppo.min-std above --ppo.init-log-std: the floor
+        self.agent.floor_std(cfg.min_std)  # --min-std above --init-log-std: the floor
         # fused: one kernel for all parameters; on these small nets the per-tensor loop dominates.
         self.optimizer = torch.optim.Adam(
             self.agent.parameters(), lr=cfg.learning_rate, eps=1e-5, fused=True

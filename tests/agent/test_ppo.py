@@ -204,7 +204,7 @@ def _std_after_updates(min_std: float, sign: float, init_std: float = 0.2) -> fl
 
 
 def test_min_std_floors_the_action_noise_and_lets_it_rise() -> None:
-    """--ppo.min-std 0.2: a reward that charges noise drives the std below 0.2 without the floor
+    """--min-std 0.2: a reward that charges noise drives the std below 0.2 without the floor
     and not with it; one that pays noise still raises it from the floor (a projection after
     each step, not a clamp that would leave the gradient at zero there)."""
     assert _std_after_updates(0.0, -1.0) < 0.15
