@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from rlhf.config import Config, RewardConfig, flag
 
@@ -162,27 +162,3 @@ def general_reward(reward: RewardConfig) -> RewardConfig:
     test) uses."""
     unset = {k: getattr(DEFAULT, k) for k in RUN_FILLED_REWARD if getattr(reward, k) is None}
     return dataclasses.replace(reward, **unset) if unset else reward
-
-
-def stored_as_it_ran(data: dict[str, Any]) -> dict[str, Any]:
-    """A stored ``config.json``'s data with the settings it lacks at the values runs had before
-    they existed: the per-env ones at the general defaults (so a resumed old Ant run does not
-    start replaying mid-run), PPO's end value at absorbing, the way before --end-value, and SAC's
-    hidden products in float32, the way before --sac.hidden-dtype."""
-    if not isinstance(data, dict):
-        return data  # not a config: Config.from_dict says so in one line
-    out = dict(data)
-    for section, key, value in (
-        ("ppo", "init_log_std", DEFAULT.init_log_std),
-        ("query", "replay_share", DEFAULT.replay_share),
-        ("ppo", "end_margin", DEFAULT.end_margin),
-        ("ppo", "end_value", "absorbing"),
-        ("reward_model", "min_epoch_steps", DEFAULT.min_epoch_steps),
-        ("reward_model", "output_init", DEFAULT.output_init),
-        ("reward_model", "output_bound", "none"),  # unbounded, the way before it existed
-        ("sac", "hidden_dtype", "float32"),  # not "auto": what the run multiplied in
-    ):
-        part = out.get(section, {})
-        if isinstance(part, dict) and key not in part:  # anything else: from_dict says what
-            out[section] = {**part, key: value}
-    return out

@@ -12,6 +12,7 @@ import hashlib
 import json
 
 from rlhf.config import Config
+from rlhf.config.history import ADDED_SINCE_SCHEMA_1
 from rlhf.config.paths import leaf_paths
 
 CONFIG_SCHEMA = 1
@@ -24,7 +25,7 @@ stored beside ``config_schema`` when the run has a named target."""
 LEGACY_REQUIRED = ("env_id", "total_timesteps", "seed", "reward", "feedback", "ppo", "query")
 """What every ``config.json`` has held since the first rlhf: a file from before the schema
 (no ``config_schema``, no ``sha256``) that lacks one of these is refused. Settings added since
-are filled as such runs ran (:func:`rlhf.config.presets.stored_as_it_ran`)."""
+are filled as such runs ran (:func:`rlhf.config.history.stored_as_it_ran`)."""
 
 
 def config_digest(data: dict) -> str:
@@ -45,7 +46,8 @@ def checked_config(data: object) -> dict:
     """A ``config.json``'s settings, never filled from defaults where the file was damaged.
 
     A file with ``sha256`` must match it; one with ``config_schema`` (this rlhf writes both)
-    must name every setting; an older one (neither) must name :data:`LEGACY_REQUIRED`.
+    must name every setting its schema had (those added since are filled as its run ran:
+    :mod:`rlhf.config.history`); an older one (neither) must name :data:`LEGACY_REQUIRED`.
 
     Raises:
         ValueError: one line saying what is wrong with the file.
@@ -67,8 +69,10 @@ def checked_config(data: object) -> dict:
     data.pop(TARGET_CATALOGUE, None)
     if schema is None:
         missing = [key for key in LEGACY_REQUIRED if key not in data]
-    else:
-        missing = [p for p in leaf_paths(Config) if not _has(data, p)]
+    else:  # what this schema named; a setting added since is filled as its run ran
+        missing = [
+            p for p in leaf_paths(Config) if not _has(data, p) and p not in ADDED_SINCE_SCHEMA_1
+        ]
     if missing:
         more = f" (and {len(missing) - 1} more settings)" if len(missing) > 1 else ""
         raise ValueError(f"is incomplete: it lacks {missing[0]}{more}")

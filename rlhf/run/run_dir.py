@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rlhf.config import Config, ConfigError, check_run_name, flag
+from rlhf.config.history import stored_as_it_ran
 from rlhf.config.paths import get, leaf_paths
-from rlhf.config.presets import stored_as_it_ran
 from rlhf.core.files import remove_orphan_temps, replace_atomic
 from rlhf.core.shell import short_path
 from rlhf.envs.targets import CATALOGUE_VERSION

@@ -171,6 +171,36 @@ def test_a_complete_config_json_from_before_the_checksum_still_resumes(tmp_path:
     assert read_config(run.root).seed == 7
 
 
+SCHEMA_1 = Path(__file__).with_name("config_schema_1.json")
+"""``config.json`` as the first rlhf that signed it wrote it (a2ae414, config_schema 1): an Ant
+run of 300k steps, seed 101, with its preset. Thirteen settings have been added since."""
+
+
+def test_a_config_json_of_the_first_schema_reads_as_its_run_ran(tmp_path: Path) -> None:
+    """An upgraded rlhf resumes, records and reports the runs an older one left, with each
+    setting added since at the value that run had (rlhf/config/history.py). A setting added
+    without such a value fails here, as it left every older run unreadable once (ppo.min_std)."""
+    run = RunDir(tmp_path / "r")
+    run.root.mkdir()
+    run.config.write_bytes(SCHEMA_1.read_bytes())
+    stored = read_config(run.root)
+    assert (stored.env_id, stored.seed, stored.total_timesteps) == ("Ant-v5", 101, 300_000)
+    assert (stored.ppo.init_log_std, stored.query.replay_share) == (-1.0, 0.3)  # its preset
+    assert stored.ppo.min_std == 0.0  # no floor on the noise
+    assert stored.reward_model.sees == "observation"  # Ant's reward read every entry then
+    assert Config(env_id="Ant-v5").reward_model.sees == "motion"  # ... and reads less today
+    assert (stored.reward_model.explore_bonus, stored.reward_model.self_predict) == (0.0, 0.0)
+    assert (stored.query.ask_when_new, stored.sac.recent_share) == (None, 0.0)
+    assert stored.video.ready_ahead_max == stored.video.ready_ahead  # a fixed number then
+    # What schema 1 named is still required: without its checksum, a file that lacks one of
+    # those settings was damaged, and it is refused rather than filled.
+    data = json.loads(SCHEMA_1.read_text())
+    del data["sha256"], data["ppo"]["init_log_std"]
+    run.config.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=r"is incomplete: it lacks ppo\.init_log_std;"):
+        read_config(run.root)
+
+
 def test_resume_with_an_empty_config_json_is_refused_and_leaves_it_alone(tmp_path: Path) -> None:
     """Issue 32: ``{}`` used to resume as a human run of 1,000,000 steps and rewrite the file."""
     import subprocess
