@@ -69,7 +69,7 @@ from bench_rlhf import (
 
 from rlhf.agent.precision import choose, cpu_name
 from rlhf.config import Config, ConfigError
-from rlhf.config.presets import SAC
+from rlhf.config.presets import RUN_FILLED_QUERY, SAC
 from rlhf.envs import dmc
 from rlhf.envs.goals import mujoco_release
 from rlhf.sweep import run_jobs
@@ -81,10 +81,19 @@ ARMS = ("sac", "pebble", "ppo")
 """SAC on the env's reward, PEBBLE (SAC) on labels, PPO on the same labels."""
 TARGET_RATIO = 0.9
 """PEBBLE's final return over SAC's on the true reward that the issue asks for."""
-PEBBLE_FIT = f"e{SAC.min_epoch_steps}" if SAC.min_epoch_steps != 1 else ""
+PEBBLE_QUERIES = tuple((f"query.{key}", getattr(SAC, key)) for key in RUN_FILLED_QUERY)
+"""The pebble arm's query settings by default (rlhf/config/presets.py): QPA's queries."""
+PEBBLE_FIT = f"e{SAC.min_epoch_steps}__{cell_name(PEBBLE_QUERIES)}"
 """In the pebble arm's result keys: the gradient steps its reward rounds make at least an
-epoch, SAC's default (rlhf/config/presets.py). Results of one step (before 32 became the
-default) keep keys without it, so a result never stands for a fit it did not run."""
+epoch, and its query settings, SAC's defaults. Results from before a default changed keep
+keys without it (one step: no ``e``; 2000 segments ranked by disagreement: ``e32`` alone), so
+a result never stands for a fit it did not run; runs that set today's defaults by --set (before
+they were the defaults) have today's keys."""
+
+
+def _beyond_defaults(settings: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """The pebble arm's ``settings`` less those that repeat its defaults (PEBBLE_QUERIES)."""
+    return tuple(item for item in settings if item not in PEBBLE_QUERIES)
 
 
 @dataclass(frozen=True)
@@ -129,7 +138,7 @@ class Job:
         key = f"{env}__{self.arm}__{self.seed}__{self.steps}"
         if self.arm != "sac":
             key += f"__{self.labels}" + (f"__m{self.mistake:g}" if self.mistake else "")
-        if self.arm == "pebble" and PEBBLE_FIT:
+        if self.arm == "pebble":
             key += f"__{PEBBLE_FIT}"
         if self.settings:
             key += f"__{cell_name(self.settings)}"
@@ -216,12 +225,14 @@ def _load(out: Path) -> dict[str, Result]:
         try:
             job = data["job"] | {
                 "out": str(out),
-                "settings": settings_from_json(data["job"].get("settings", [])),
+                "settings": _beyond_defaults(settings_from_json(data["job"].get("settings", []))),
             }
             result = Result(**{**data, "job": Job(**job)})
         except TypeError:
             continue
-        done[result.job.key] = result
+        # By the key it was written under: a result from before a default changed keeps the
+        # old default's key (PEBBLE_FIT), which no job of today's has.
+        done[path.stem] = result
     return done
 
 
@@ -241,7 +252,7 @@ def _variant(items: list[str]) -> tuple[tuple[str, Any], ...]:
         with_settings(Config(env_id="HalfCheetah-v5", algo="sac"), settings).validate()
     except ConfigError as exc:
         raise SpecError(f"--set: {exc}") from None
-    return settings
+    return _beyond_defaults(settings)
 
 
 def _tasks(args: argparse.Namespace) -> tuple[list[Task], list[str]]:

@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from rlhf.config import Config, RewardConfig, flag
+from rlhf.config import Config, QueryConfig, RewardConfig, flag
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,8 @@ class Preset:
     output_init: Literal["random", "zero"] = "random"
     val_fraction: float = 0.2
     max_epochs: int = 30
+    pool_size: int = 2000
+    selection: Literal["uniform", "disagreement", "entropy"] = "disagreement"
 
 
 DEFAULT = Preset(init_log_std=0.0, replay_share=0.0, why="")
@@ -41,13 +43,17 @@ SAC = Preset(
     val_fraction=0.0,
     max_epochs=100,
     min_epoch_steps=32,
+    pool_size=125,
+    selection="uniform",
     why="SAC optimises whatever the first round leaves, and a round that stops early on a fifth"
     " of 200 labels, or passes over them in a few steps, had not fitted them; PEBBLE fits every"
-    " label (measured: docs/results/off-policy.md)",
+    " label, and asks about what the policy does now, as QPA (measured:"
+    " docs/results/off-policy.md)",
 )
 """What every env starts with under ``--algo sac`` (PEBBLE): its reward rounds fit every label
-for up to 100 epochs of at least 32 gradient steps, without a validation split. SAC has no
-per-env presets (those were all measured with PPO)."""
+for up to 100 epochs of at least 32 gradient steps, without a validation split, and its pairs
+are drawn at random from the 125 latest segments (QPA's policy-aligned queries, without QPA's
+hybrid replay). SAC has no per-env presets (those were all measured with PPO)."""
 
 _FLAT_START = {"min_epoch_steps": 32, "output_init": "zero"}
 """Reward members that start flat and train at least 32 steps an epoch: for the tasks whose
@@ -126,6 +132,8 @@ def idle_settings(cfg: Config) -> list[str]:
 
 RUN_FILLED_REWARD = ("min_epoch_steps", "output_init", "val_fraction", "max_epochs")
 """The --reward-model.* settings a run fills from its env and algorithm when they are unset."""
+RUN_FILLED_QUERY = ("pool_size", "selection")
+"""The --query.* settings a run fills from its algorithm when they are unset."""
 
 
 def with_preset(cfg: Config) -> tuple[Config, str | None]:
@@ -138,6 +146,7 @@ def with_preset(cfg: Config) -> tuple[Config, str | None]:
         ("query", "replay_share"): replays_possible(cfg),
         ("ppo", "end_margin"): learned_end(cfg),
         **{("reward_model", key): learns for key in RUN_FILLED_REWARD},
+        **{("query", key): learns for key in RUN_FILLED_QUERY},
     }
     sections = {section: getattr(cfg, section) for section, _ in applies}
     used: list[str] = []
@@ -162,3 +171,10 @@ def general_reward(reward: RewardConfig) -> RewardConfig:
     test) uses."""
     unset = {k: getattr(DEFAULT, k) for k in RUN_FILLED_REWARD if getattr(reward, k) is None}
     return dataclasses.replace(reward, **unset) if unset else reward
+
+
+def general_queries(query: QueryConfig) -> QueryConfig:
+    """``query`` with the settings a run fills from its algorithm, where unset (None), at the
+    general defaults: what a trainer built without :func:`with_preset` (a test) uses."""
+    unset = {k: getattr(DEFAULT, k) for k in RUN_FILLED_QUERY if getattr(query, k) is None}
+    return dataclasses.replace(query, **unset) if unset else query

@@ -158,10 +158,15 @@ class QueryConfig:
     segment_length: Annotated[int | None, tyro.conf.arg(metavar="STEPS")] = None
     """Steps per segment; default: --query.segment-seconds for human feedback, 50 steps for the
     synthetic teacher (as B-Pref; measured: docs/results/settings.md)."""
-    pool_size: int = 2000
-    """Recent segments kept as candidates."""
-    selection: Literal["uniform", "disagreement", "entropy"] = "disagreement"
-    """How candidate pairs are ranked: at random, by ensemble std of P(left>right), or by entropy."""
+    pool_size: Annotated[int | None, tyro.conf.arg(metavar="INT")] = None
+    """Recent segments kept as candidates; default 2000, and 125 under --algo sac (queries from
+    the policy's recent behaviour, as QPA; measured: docs/results/off-policy.md)."""
+    selection: Annotated[
+        Literal["uniform", "disagreement", "entropy"] | None,
+        tyro.conf.arg(metavar="{uniform,disagreement,entropy}"),
+    ] = None
+    """How candidate pairs are ranked: at random, by ensemble std of P(left>right), or by
+    entropy; default disagreement, and uniform under --algo sac (as QPA)."""
     oversample: int = 10
     """Candidates drawn per requested pair before ranking."""
     retire_after: int = 20

@@ -9,6 +9,7 @@ them across sessions. :mod:`rlhf.run.loop` drives them, one stage after another.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from rlhf.agent.replay import ENV_REWARD, ReplayBuffer
 from rlhf.agent.rollout import ObsNormalizer
 from rlhf.agent.sac_learner import SACLearner
 from rlhf.config import Config, ConfigError
+from rlhf.config.presets import general_queries
 from rlhf.core.signed import save_signed
 from rlhf.core.status import Phase
 from rlhf.data.seed_labels import LabelsSource, imported_pairs
@@ -120,6 +122,7 @@ def build_trainer(
     labelling session. ``labels``: what ``--labels-from`` holds (read by the runner), copied
     into a new run's store.
     """
+    cfg = dataclasses.replace(cfg, query=general_queries(cfg.query))  # a run's come filled
     device = _device(cfg.device)
     envs = make_vec_env(
         cfg.env_id, cfg.num_envs, cfg.seed, cfg.env_kwargs_dict(), plan.fixed_horizon, plan.target

@@ -150,6 +150,29 @@ def test_set_runs_a_pebble_variant_under_its_own_key_beside_the_kept_arms(
     assert "| sac | 100 |" in capsys.readouterr().out
 
 
+def test_a_result_of_an_earlier_default_is_not_taken_for_todays(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    default = _quick_job(short_tmp, "pebble")
+    assert "query.pool_size=125__query.selection=uniform" in default.key  # QPA's queries
+    (short_tmp / "results").mkdir()
+    before = default.key.replace(f"__{bench.PEBBLE_FIT}", "__e32")  # 2000 by disagreement
+    (short_tmp / "results" / f"{before}.json").write_text(
+        json.dumps(asdict(bench.Result(default, 70.0, 40.0, [])))
+    )  # its job holds no settings: the default of its day
+    assert set(bench._load(short_tmp)) == {before}
+    ran = _record_runs(monkeypatch)
+    argv = ["bench_pebble.py", "--quick", "--hidden-dtype", "float32", "--out", str(short_tmp)]
+    monkeypatch.setattr(sys, "argv", [*argv, "--arms", "pebble"])
+    bench.main()
+    assert [j.key for j in ran] == [default.key]  # run again under today's default
+    set_today = ["--set", "query.pool-size=125", "--set", "query.selection=uniform"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--arms", "pebble", *set_today])
+    ran.clear()
+    bench.main()
+    assert [(j.key, j.settings) for j in ran] == [(default.key, ())]  # the same run
+
+
 def test_set_env_kwargs_changes_the_task_of_every_arm(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,6 +12,7 @@ from rlhf.config import Config, PPOConfig, QueryConfig, RewardConfig
 from rlhf.config.presets import (
     DEFAULT,
     family,
+    general_queries,
     general_reward,
     idle_settings,
     preset_for,
@@ -213,3 +214,30 @@ def test_outside_a_run_the_reward_settings_left_unset_are_the_general_ones() -> 
     assert (filled.min_epoch_steps, filled.output_init) == (1, "random")
     resolved, _ = with_preset(Config(env_id="Walker2d-v5"))
     assert general_reward(resolved.reward_model) == resolved.reward_model  # a run's stays
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"algo": "sac"}, (125, "uniform")),  # PEBBLE asks about what the policy does now
+        ({}, (2000, "disagreement")),  # PPO keeps the general defaults
+        ({"algo": "sac", "reward": "env"}, (2000, "disagreement")),  # nothing to ask
+        ({"algo": "sac", "query": QueryConfig(pool_size=400)}, (400, "uniform")),  # a flag wins
+        ({"algo": "sac", "query": QueryConfig(selection="entropy")}, (125, "entropy")),
+    ],
+)
+def test_sac_draws_its_pairs_at_random_from_the_latest_segments(
+    overrides: dict, expected: tuple[int, str]
+) -> None:
+    for env_id in ("HalfCheetah-v5", "dm_control/walker-walk-v0"):
+        cfg, line = with_preset(Config(env_id=env_id, **overrides))
+        assert (cfg.query.pool_size, cfg.query.selection) == expected
+        said = line is not None and "--query.pool-size 125, --query.selection uniform" in line
+        assert said == (expected == (125, "uniform"))
+
+
+def test_a_trainer_built_without_a_preset_takes_the_general_query_settings() -> None:
+    filled = general_queries(QueryConfig(pool_size=9))
+    assert (filled.pool_size, filled.selection) == (9, DEFAULT.selection)
+    resolved, _ = with_preset(Config(env_id="Swimmer-v5", algo="sac"))
+    assert general_queries(resolved.query) == resolved.query  # a run's stays
