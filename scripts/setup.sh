@@ -37,6 +37,17 @@ pick_python() {
     return 1
 }
 
+# One setup at a time per venv: two pips installing into one venv at once (run.sh and test.sh
+# started side by side) left it broken, a package's metadata half written.
+if command -v flock >/dev/null 2>&1; then
+    SETUP_LOCK="$(dirname "$VENV")/.$(basename "$VENV").setup-lock"
+    exec 9>"$SETUP_LOCK"
+    if ! flock -n 9; then
+        echo "rlhf setup: waiting for another setup of $VENV to finish" >&2
+        flock 9
+    fi
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
     PY="$(pick_python)"
     echo "rlhf setup: creating $VENV with $PY" >&2
