@@ -122,7 +122,7 @@ def build_trainer(
     labelling session. ``labels``: what ``--labels-from`` holds (read by the runner), copied
     into a new run's store.
     """
-    cfg = dataclasses.replace(cfg, query=general_queries(cfg.query))  # a run's come filled
+    cfg = dataclasses.replace(cfg, query=general_queries(cfg.query))  # with_preset filled a run's
     device = _device(cfg.device)
     envs = make_vec_env(
         cfg.env_id, cfg.num_envs, cfg.seed, cfg.env_kwargs_dict(), plan.fixed_horizon, plan.target
