@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from rlhf.config import Config, QueryConfig, RewardConfig, flag
+
+_Section = TypeVar("_Section", RewardConfig, QueryConfig)
 
 
 @dataclass(frozen=True)
@@ -169,12 +171,16 @@ def general_reward(reward: RewardConfig) -> RewardConfig:
     """``reward`` with the settings a run fills from its env and algorithm, where unset (None),
     at the general defaults: what fitting labels outside a run (rlhf reward, a benchmark, a
     test) uses."""
-    unset = {k: getattr(DEFAULT, k) for k in RUN_FILLED_REWARD if getattr(reward, k) is None}
-    return dataclasses.replace(reward, **unset) if unset else reward
+    return _general(reward, RUN_FILLED_REWARD)
 
 
 def general_queries(query: QueryConfig) -> QueryConfig:
     """``query`` with the settings a run fills from its algorithm, where unset (None), at the
     general defaults: what a trainer built without :func:`with_preset` (a test) uses."""
-    unset = {k: getattr(DEFAULT, k) for k in RUN_FILLED_QUERY if getattr(query, k) is None}
-    return dataclasses.replace(query, **unset) if unset else query
+    return _general(query, RUN_FILLED_QUERY)
+
+
+def _general(section: _Section, keys: tuple[str, ...]) -> _Section:
+    """``section`` with each of ``keys`` that is unset (None) at its general default."""
+    unset = {k: getattr(DEFAULT, k) for k in keys if getattr(section, k) is None}
+    return dataclasses.replace(section, **unset) if unset else section
