@@ -24,6 +24,8 @@ true reward, and whether the target holds; the headline ratios as the last line.
     .venv/bin/python scripts/bench_pebble.py --env-id Hopper-v5 --labels 300 --mistake 0.1
     .venv/bin/python scripts/bench_pebble.py --env-id Ant-v5 --labels 200 --mistake 0.1 \
         --seed-set report --arms pebble      # a person's teacher, on the held-out seeds
+    .venv/bin/python scripts/bench_pebble.py --env-id Hopper-v5 --target stand hop --steps 120000 \
+        --labels 300 --mistake 0.1 --seed-set report      # behaviours no env rewards
     .venv/bin/python scripts/bench_pebble.py --quick            # smoke check (figures mean nothing)
 
 DeepMind Control needs the dmc extra, which pins mujoco < 4 and so has a venv of its own
@@ -38,7 +40,10 @@ whose checkpoint is damaged starts again); both venvs can share one ``--out``. `
 some arms only (``--arms pebble`` after a change to PEBBLE: the SAC runs kept in ``--out`` serve);
 ``--set KEY=VALUE`` runs the pebble arm with an rlhf train setting changed, a variant kept
 under its own key beside the default's (``--arms pebble --set sac.recent-share=0.5``); one that
-changes the task (``--set env-kwargs=JSON``) runs every arm with it.
+changes the task (``--set env-kwargs=JSON``) runs every arm with it. ``--target NAME`` makes a
+target behaviour of the catalogue (``rlhf train --teacher.target``) the task's true reward: the
+teacher's, SAC's (``sac``: SAC on the target's reward) and the table's; each target is a task of
+its own (``none``: the env's own reward).
 SAC's hidden layers run in what ``rlhf train`` picks (``--hidden-dtype auto``: bfloat16 where the
 CPU multiplies it natively, about twice as fast: scripts/bench_sac.py; else float32); a run's
 result names the dtype it used, so results from machines of either kind never mix, and keeps
@@ -61,6 +66,7 @@ from typing import Any
 import numpy as np
 from bench_rlhf import (
     add_seed_flags,
+    check_targets,
     choose_seeds,
     settings_from_json,
     task_settings,
@@ -101,6 +107,17 @@ class Task:
     env_id: str
     steps: int
     labels: int
+    target: str | None = None
+    """A target behaviour (--target) as the task's true reward; None: the env's."""
+
+    @property
+    def name(self) -> str:
+        """The task as the table and the plot name it."""
+        return self.env_id + (f" {self.target}" if self.target else "")
+
+    def has(self, job: Job) -> bool:
+        """Whether ``job`` is one of this task's runs."""
+        return (job.env_id, job.target) == (self.env_id, self.target)
 
     @property
     def arms(self) -> tuple[str, ...]:
@@ -131,10 +148,14 @@ class Job:
     hidden_dtype: str = "float32"
     settings: tuple[tuple[str, Any], ...] = ()
     """The pebble arm's further rlhf train settings (--set), as (config path, value)."""
+    target: str | None = None
+    """The task's target behaviour (--target); None: the env's own reward."""
 
     @property
     def key(self) -> str:
         env = self.env_id.replace("/", "+")
+        if self.target:
+            env += f"__{cell_name((('target', self.target),))}"
         key = f"{env}__{self.arm}__{self.seed}__{self.steps}"
         if self.arm != "sac":
             key += f"__{self.labels}" + (f"__m{self.mistake:g}" if self.mistake else "")
@@ -176,7 +197,7 @@ def _train(job: Job) -> Result:
         total_timesteps=job.steps, reward="env" if job.arm == "sac" else "learned",
         feedback="synthetic", runs_dir=job.out, run_name=job.key, progress=False, sac=sac,
         device="cpu", query=QueryConfig(total_labels=max(job.labels, 1)), reward_model=reward,
-        teacher=TeacherConfig(mistake=job.mistake),
+        teacher=TeacherConfig(mistake=job.mistake, target=job.target),
     )  # fmt: skip
     summary = run(_resumed(with_settings(cfg, job.settings), Path(job.out) / job.key))
     tb = Path(job.out) / job.key / "tb"
@@ -237,7 +258,7 @@ def _load(out: Path) -> dict[str, Result]:
 
 
 OWN = ("env_id", "seed", "total_timesteps", "algo", "reward", "feedback", "query.total_labels",
-       "teacher.mistake", "sac.hidden_dtype")  # fmt: skip
+       "teacher.mistake", "teacher.target", "sac.hidden_dtype")  # fmt: skip
 """The settings the benchmark sets itself (by its own flags, or to compare its arms)."""
 
 
@@ -256,16 +277,20 @@ def _variant(items: list[str]) -> tuple[tuple[str, Any], ...]:
 
 
 def _tasks(args: argparse.Namespace) -> tuple[list[Task], list[str]]:
-    """The tasks to run, and one line for each target left out because DMC is not installed."""
+    """The tasks to run, and one line for each target left out because DMC is not installed;
+    SpecError (one line) for a --target an env does not have."""
     if args.quick:
-        return [Task("HalfCheetah-v5", 1000, 20)], []
+        quick = "HalfCheetah-v5"
+        return [Task(quick, 1000, 20, t) for t in check_targets(args.target, [quick])], []
     known = {t.env_id: t for t in TARGETS}
     chosen = [
         known.get(env, Task(env, 300_000, 200))
         for env in args.env_id or [t.env_id for t in TARGETS]
     ]
+    targets = check_targets(args.target, [t.env_id for t in chosen])
     chosen = [
-        Task(t.env_id, args.steps or t.steps, args.labels or t.labels) for t in chosen
+        Task(t.env_id, args.steps or t.steps, args.labels or t.labels, target)
+        for t in chosen for target in targets
     ]  # fmt: skip
     release, left, kept = mujoco_release(), [], []
     for task in chosen:
@@ -297,7 +322,7 @@ def _plot(results: list[Result], tasks: list[Task], path: Path) -> None:
     for ax, task in zip(axes.flat, tasks, strict=True):
         edges = np.linspace(0, task.steps, 21)
         for arm, color in zip(ARMS, ("tab:gray", "tab:red", "tab:blue"), strict=True):
-            mine = [r for r in results if r.job.env_id == task.env_id and r.job.arm == arm]
+            mine = [r for r in results if task.has(r.job) and r.job.arm == arm]
             if not mine:
                 continue
             # Mean return of the episodes that end in each twentieth of the run, per seed.
@@ -305,9 +330,9 @@ def _plot(results: list[Result], tasks: list[Task], path: Path) -> None:
             mean, std = np.nanmean(arr, 0), np.nanstd(arr, 0)
             ax.plot(edges[1:], mean, color=color, label=_arm_label(arm, task.labels))
             ax.fill_between(edges[1:], mean - std, mean + std, color=color, alpha=0.2)
-        seeds = len({r.job.seed for r in results if r.job.env_id == task.env_id})
+        seeds = len({r.job.seed for r in results if task.has(r.job)})
         ax.set(
-            title=f"{task.env_id} ({seeds} seed{'s' if seeds != 1 else ''})",
+            title=f"{task.name} ({seeds} seed{'s' if seeds != 1 else ''})",
             xlabel="environment steps",
         )
         ax.set(ylabel="true return")
@@ -341,7 +366,7 @@ def _table(tasks: list[Task], results: list[Result]) -> dict[str, float]:
         means: dict[str, float] = {}
         for arm in task.arms:
             mine = sorted(
-                (r for r in results if r.job.env_id == task.env_id and r.job.arm == arm),
+                (r for r in results if task.has(r.job) and r.job.arm == arm),
                 key=lambda r: r.job.seed,
             )
             if not mine:
@@ -358,12 +383,13 @@ def _table(tasks: list[Task], results: list[Result]) -> dict[str, float]:
             elif arm == "ppo" and "pebble" in means:
                 verdict = "pebble above" if means["pebble"] > means[arm] else "pebble below"
             seeds = ", ".join(f"{v:.0f}" for v in rets)
-            name = f"{task.env_id}, {task.steps // 1000}k, {task.labels} labels"
+            name = f"{task.name}, {task.steps // 1000}k, {task.labels} labels"
             shown = " ".join(f"{key_name(k)}={v}" for k, v in mine[0].job.settings)
             cpus = "; ".join(dict.fromkeys(r.cpu or "not recorded" for r in mine))
             print(f"| {name} | {arm}{f' ({shown})' if shown else ''} | {seeds} | {means[arm]:.0f} +- {std:.0f} | {ratio:.2f} |"
                   f" {verdict} | {sps:.0f} | {cpus} |")  # fmt: skip
         short = task.env_id.split("/")[-1].split("-v")[0].replace("-", "_").lower()
+        short += f"_{task.target}" if task.target else ""
         if means.get("sac") and "pebble" in means:
             head[f"ratio_pebble_over_sac_{short}"] = means["pebble"] / means["sac"]
         if "ppo" in means and "pebble" in means:
@@ -376,7 +402,7 @@ def _grid(tasks: list[Task], args: argparse.Namespace, out: Path) -> list[Job]:
     return [
         Job(task.env_id, arm, seed, task.steps, 0 if arm == "sac" else task.labels,
             args.mistake, args.quick, str(out), args.hidden_dtype,
-            args.settings if arm == "pebble" else task_settings(args.settings))
+            args.settings if arm == "pebble" else task_settings(args.settings), task.target)
         for task in tasks
         for seed in args.seed_list
         for arm in task.arms
@@ -395,6 +421,14 @@ def main() -> None:
         "--labels", type=int, default=None, help="every task's labels (default: the task's)"
     )
     parser.add_argument("--mistake", type=float, default=0.0, help="teacher's mistake rate")
+    parser.add_argument(
+        "--target",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="target behaviours (rlhf train --teacher.target) as the true reward of every arm,"
+        " each a task of its own on each --env-id (none: the env's own reward)",
+    )
     add_seed_flags(
         parser,
         "tune",
@@ -434,9 +468,9 @@ def main() -> None:
         parser.error(str(exc))
     try:
         args.settings = _variant(args.set)
+        tasks, notes = _tasks(args)
     except SpecError as exc:
         parser.error(str(exc))
-    tasks, notes = _tasks(args)
     if args.hidden_dtype == "auto":  # resolved here, so each result's key names the dtype used
         precision = choose("cpu")
         args.hidden_dtype = precision.dtype

@@ -240,7 +240,7 @@ def _teachers(labels: list[int], noise: dict[str, list[float] | None]) -> list[T
     return teachers
 
 
-def _targets(names: list[str] | None, envs: list[str]) -> list[str | None]:
+def check_targets(names: list[str] | None, envs: list[str]) -> list[str | None]:
     """--target's names (``none``: the env's own reward), each checked on every env (SpecError,
     one line naming the targets the env has)."""
     targets: list[str | None] = [None if n == "none" else n for n in dict.fromkeys(names or [])]
@@ -608,7 +608,7 @@ def _grid(args: argparse.Namespace) -> Grid:
     seeds, seed_set = choose_seeds(args)
     return Grid(
         envs,
-        _targets(args.target, envs),
+        check_targets(args.target, envs),
         _teachers(args.labels or [100 if args.quick else 700], noise),
         ("ppo", *dict.fromkeys(KIND_MODES[k] for k in args.feedback_kind)),
         seeds,

@@ -222,3 +222,47 @@ def test_the_seed_flags_choose_the_seeds_and_the_run_says_which(
     with pytest.raises(SystemExit) as exit_:
         bench.main()
     assert exit_.value.code == 2 and "--n-seeds 13: the tune set has 12" in capsys.readouterr().err
+
+
+def test_target_makes_a_behaviour_the_true_reward_of_every_arm(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran = _record_runs(monkeypatch)
+    argv = ["bench_pebble.py", "--env-id", "Hopper-v5", "--seeds", "101", "--out", str(short_tmp)]
+    monkeypatch.setattr(sys, "argv", [*argv, "--target", "stand", "none"])
+    bench.main()
+    assert sorted((j.target or "", j.arm) for j in ran) == [
+        ("", "pebble"), ("", "ppo"), ("", "sac"),
+        ("stand", "pebble"), ("stand", "ppo"), ("stand", "sac"),
+    ]  # fmt: skip
+    keys = {j.key for j in ran}
+    assert len(keys) == 6 and sum("target=stand" in k for k in keys) == 3  # a task of its own
+    out = capsys.readouterr().out
+    assert "| Hopper-v5 stand, 300k, 200 labels | pebble |" in out
+    assert "| Hopper-v5, 300k, 200 labels | pebble |" in out
+    monkeypatch.setattr(sys, "argv", [*argv, "--target", "backflip-twice"])
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "--target backflip-twice" in err and "stand" in err
+
+
+def test_a_target_runs_with_the_teacher_and_the_true_reward_it_names(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rlhf.run.runner as runner
+
+    class Recorded(Exception):
+        pass
+
+    seen = []
+
+    def record(cfg):
+        seen.append(cfg)
+        raise Recorded  # the config is all this test reads: no run
+
+    monkeypatch.setattr(runner, "run", record)
+    job = bench.Job("Hopper-v5", "sac", 101, 1000, 0, 0.1, True, str(short_tmp), target="hop")
+    with pytest.raises(Recorded):
+        bench._train(job)
+    assert seen[0].teacher.target == "hop" and seen[0].reward == "env"

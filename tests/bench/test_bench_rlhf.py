@@ -164,15 +164,15 @@ def test_the_tuning_set_has_twelve_seeds(bench) -> None:
 
 def test_an_unknown_target_is_refused_before_any_run(bench) -> None:
     with pytest.raises(SpecError, match=r"^--target no-such-target\b"):
-        bench._targets(["no-such-target"], ["Hopper-v5"])
-    assert bench._targets(None, ["Hopper-v5"]) == [None]
+        bench.check_targets(["no-such-target"], ["Hopper-v5"])
+    assert bench.check_targets(None, ["Hopper-v5"]) == [None]
 
 
 @pytest.mark.skipif(not HAS_TARGET, reason="TeacherConfig has no target yet")
 def test_a_target_is_checked_on_every_env(bench) -> None:
-    assert bench._targets(["none", "backflip"], ["Hopper-v5"]) == [None, "backflip"]
+    assert bench.check_targets(["none", "backflip"], ["Hopper-v5"]) == [None, "backflip"]
     with pytest.raises(SpecError, match="--target backflip: not a target for Walker2d-v5"):
-        bench._targets(["backflip"], ["Hopper-v5", "Walker2d-v5"])
+        bench.check_targets(["backflip"], ["Hopper-v5", "Walker2d-v5"])
 
 
 def test_a_setting_that_changes_the_task_runs_ppo_with_it_too(bench) -> None:
@@ -301,7 +301,7 @@ def test_a_target_is_a_task_of_its_own(bench, tmp_path, monkeypatch, capsys) -> 
             lambda cfg, settings: real(cfg, tuple(s for s in settings if s[0] != "teacher.target")),
         )
     monkeypatch.setattr(
-        bench, "_targets", lambda names, envs: [None if n == "none" else n for n in names]
+        bench, "check_targets", lambda names, envs: [None if n == "none" else n for n in names]
     )
     argv = ["--quick", "--target", "none", "backflip", "--out", str(tmp_path)]
     jobs = _cached(bench, argv, tmp_path)
