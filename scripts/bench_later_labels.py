@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from bench_rlhf import with_settings
+from _bench_grid import with_settings
 
 from rlhf.config import Config, ConfigError, QueryConfig, RewardConfig
 from rlhf.core.types import Preference

@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_rlhf import (
+from _bench_grid import (
     add_seed_flags,
     check_targets,
     choose_seeds,

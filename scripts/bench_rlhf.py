@@ -63,6 +63,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from _bench_grid import (
+    add_seed_flags,
+    check_targets,
+    choose_seeds,
+    settings_from_json,
+    task_settings,
+    with_settings,
+)
 from _bench_rlhf_table import Task, Teacher, headline, make_rows, plot, print_table
 
 from rlhf.config import Config, ConfigError, PPOConfig, QueryConfig, TeacherConfig, flag
@@ -70,7 +78,7 @@ from rlhf.config.presets import learned_end, with_preset
 from rlhf.core.shell import program, short_path
 from rlhf.sweep import run_jobs
 from rlhf.sweep.grid import cell_name
-from rlhf.sweep.spec import SpecError, key_name, nested, settings_from_flags
+from rlhf.sweep.spec import SpecError, key_name, settings_from_flags
 from rlhf.sweep.worker import read_scalars
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,9 +98,6 @@ TEACHER = {
 }
 """The teacher's noise settings (rlhf train's --teacher.*) -> the benchmark's flag for each
 (--myopia: rlhf train's --gamma is PPO's discount, as --set gamma= is here)."""
-SEED_SETS = {"tune": range(1, 13), "report": range(101, 10_000)}
-"""--seed-set -> its seeds: tune, the seeds presets were historically chosen on; report, seeds
-never used to tune anything (a setting is reported on seeds it was not tuned on)."""
 SEED_NOTES = {
     "given": "--seeds",
     "tune": "--seed-set tune: the seeds presets were chosen on",
@@ -176,26 +181,6 @@ FIXED = (
 """Settings the benchmark needs as they are (what it compares, and how its runs run)."""
 
 
-TASK_SETTINGS = ("env_kwargs",)
-"""--set settings that change the task itself (the env's own arguments, e.g. Ant-v5's
-``include_cfrc_ext_in_observation``): every arm of a benchmark runs with them, the baseline on the
-true reward too, so its ratio compares learners on one task."""
-
-
-def task_settings(settings: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
-    """Those of ``settings`` that change the task (TASK_SETTINGS): for every arm."""
-    return tuple((path, value) for path, value in settings if path in TASK_SETTINGS)
-
-
-def with_settings(cfg: Config, settings: tuple[tuple[str, Any], ...]) -> Config:
-    """``cfg`` with each (config path, value) of ``settings`` set (paths are at most one
-    section deep)."""
-    data = cfg.to_dict()
-    for key, value in nested(dict(settings)).items():
-        data[key] = {**data[key], **value} if isinstance(value, dict) else value
-    return Config.from_dict(data)
-
-
 def _checked(settings: tuple[tuple[str, Any], ...], what: str, env_id: str | None = None) -> None:
     """SpecError (one line, starting with ``what``) when ``settings`` are out of range (refused
     here, not by every RLHF run after PPO's)."""
@@ -238,43 +223,6 @@ def _teachers(labels: list[int], noise: dict[str, list[float] | None]) -> list[T
         mine = tuple((p, v) for p, v in settings if v != getattr(oracle, p.split(".")[1]))
         teachers.append(Teacher(n, mine))
     return teachers
-
-
-def check_targets(names: list[str] | None, envs: list[str]) -> list[str | None]:
-    """--target's names (``none``: the env's own reward), each checked on every env (SpecError,
-    one line naming the targets the env has)."""
-    targets: list[str | None] = [None if n == "none" else n for n in dict.fromkeys(names or [])]
-    for target, env_id in itertools.product(targets, envs):
-        if target is not None:
-            _checked((("teacher.target", target),), f"--target {target} on {env_id}", env_id)
-            from rlhf.envs.targets import target_fn  # the catalogue: only with --target
-
-            try:
-                target_fn(target, env_id)
-            except ConfigError as exc:
-                raise SpecError(str(exc).replace("--teacher.target", "--target")) from None
-    return targets or [None]
-
-
-def add_seed_flags(parser: argparse.ArgumentParser, default: str, help_set: str) -> None:
-    """--seed-set, --n-seeds and --seeds, one meaning each in every benchmark that takes them."""
-    seeds = parser.add_argument_group("seeds (printed before the table)")
-    seeds.add_argument("--seed-set", choices=list(SEED_SETS), default=default, help=help_set)
-    seeds.add_argument(
-        "--n-seeds", type=int, default=None, help="the first K of the set (default 3; --quick 1)"
-    )
-    seeds.add_argument("--seeds", type=int, nargs="+", default=None, help="these seeds instead")
-
-
-def choose_seeds(args: argparse.Namespace) -> tuple[list[int], str]:
-    """The seeds (--seeds, else the first --n-seeds of --seed-set) and where they come from."""
-    if args.seeds:
-        return list(dict.fromkeys(args.seeds)), "given"
-    n = args.n_seeds or (1 if args.quick else 3)
-    seeds = list(SEED_SETS[args.seed_set][:n])
-    if len(seeds) < n:
-        raise SpecError(f"--n-seeds {n}: the {args.seed_set} set has {len(seeds)} seeds")
-    return seeds, args.seed_set
 
 
 def _settings(
@@ -383,11 +331,6 @@ def _runs_dir(job: Job, keep: Path | None) -> Iterator[str]:
     shutil.rmtree(keep / job.key, ignore_errors=True)
     keep.mkdir(parents=True, exist_ok=True)
     yield str(keep)
-
-
-def settings_from_json(items: list[Any]) -> tuple[tuple[str, Any], ...]:
-    """(path, value) pairs read back from JSON, which made their tuples lists."""
-    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in items)
 
 
 def _load(out: Path) -> dict[str, Result]:
