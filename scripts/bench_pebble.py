@@ -377,6 +377,7 @@ def _table(tasks: list[Task], results: list[Result]) -> dict[str, float]:
             sps = statistics.median(r.sps for r in mine)
             sac = means.get("sac")
             ratio = means[arm] / sac if sac else float("nan")
+            shown_ratio = f"{ratio:.2f}" if sac else "-"  # no SAC run to divide by
             verdict = ""
             if arm == "pebble":
                 verdict = "no SAC run" if not sac else "met" if ratio >= TARGET_RATIO else "not met"
@@ -386,7 +387,7 @@ def _table(tasks: list[Task], results: list[Result]) -> dict[str, float]:
             name = f"{task.name}, {task.steps // 1000}k, {task.labels} labels"
             shown = " ".join(f"{key_name(k)}={v}" for k, v in mine[0].job.settings)
             cpus = "; ".join(dict.fromkeys(r.cpu or "not recorded" for r in mine))
-            print(f"| {name} | {arm}{f' ({shown})' if shown else ''} | {seeds} | {means[arm]:.0f} +- {std:.0f} | {ratio:.2f} |"
+            print(f"| {name} | {arm}{f' ({shown})' if shown else ''} | {seeds} | {means[arm]:.0f} +- {std:.0f} | {shown_ratio} |"
                   f" {verdict} | {sps:.0f} | {cpus} |")  # fmt: skip
         short = task.env_id.split("/")[-1].split("-v")[0].replace("-", "_").lower()
         short += f"_{task.target}" if task.target else ""

@@ -105,6 +105,18 @@ def test_arms_runs_only_the_arms_named_and_shows_every_kept_result(
     assert "ratio_pebble_over_sac_halfcheetah=0.45" in out
 
 
+def test_a_pebble_row_without_a_sac_run_says_so_instead_of_a_ratio(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record_runs(monkeypatch)
+    argv = ["bench_pebble.py", "--quick", "--hidden-dtype", "float32", "--arms", "pebble"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--out", str(short_tmp)])
+    bench.main()
+    out = capsys.readouterr().out
+    assert "| pebble | 45 | 45 +- 0 | - | no SAC run |" in out
+    assert "nan" not in out and "ratio_pebble_over_sac" not in out
+
+
 def test_the_table_shows_runs_another_driver_finished_in_the_same_out_meanwhile(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
