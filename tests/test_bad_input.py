@@ -223,6 +223,8 @@ BAD_TRAIN_FLAGS = [
     ["--num-envs", "100000"],
     ["--torch-threads", "0"],
     ["--checkpoint-minutes", "inf"],
+    ["--max-minutes", "-1"],
+    ["--max-minutes", "nan"],
     ["--checkpoint-every", "-1"],
     ["--policy-clip-every", "-1"],
     ["--port", "70000"],

@@ -196,6 +196,20 @@ def test_resume_may_raise_budgets_and_change_session_flags(tmp_path: Path) -> No
     assert cfg.ppo == Config().ppo and cfg.run_name == "r1"
 
 
+def test_resume_may_give_more_minutes_or_lift_the_limit_never_fewer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    create_run_dir(Config(runs_dir=str(tmp_path), run_name="r", max_minutes=30, progress=False))
+    resume = ["train", "--resume", str(tmp_path / "r"), "--max-minutes"]
+    for given, minutes in (("60", 60.0), ("0", 0.0), ("30", 30.0)):
+        cfg = parse([*resume, given])
+        assert isinstance(cfg, Config) and cfg.max_minutes == minutes
+    refused = _refused([*resume, "10"], capsys)
+    assert refused.endswith(
+        "--max-minutes cannot be lowered on --resume (the run was started with 30.0)"
+    )
+
+
 @pytest.mark.parametrize(
     ("flags", "line"),
     [
@@ -203,6 +217,10 @@ def test_resume_may_raise_budgets_and_change_session_flags(tmp_path: Path) -> No
         (
             ["--total-timesteps", "999"],
             "--total-timesteps cannot be lowered on --resume (the run was started with 1000)",
+        ),
+        (
+            ["--max-minutes", "30"],
+            "--max-minutes cannot be lowered on --resume (the run was started with 0.0, no limit)",
         ),
         (
             ["--query.total-labels", "10"],

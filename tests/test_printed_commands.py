@@ -118,6 +118,22 @@ def test_the_finished_pages_commands_run_as_printed(shell_like_run_sh: Path) -> 
         board.wait()
 
 
+def test_the_finished_pages_command_after_max_minutes_runs_as_printed(
+    shell_like_run_sh: Path,
+) -> None:
+    cwd = shell_like_run_sh
+    first = run(_pendulum("timed", steps=8192, max_minutes=1e-4))  # ends on the clock
+    assert first.env_steps < 8192
+    app = create_app(LabelStore(cwd / "runs" / "timed" / "labels.sqlite"), cwd / "runs" / "timed")
+    resume = app.test_client().get("/api/status").get_json()["resume_command"]
+    assert resume.endswith("--max-minutes 0.0002"), resume  # more time, not more steps
+
+    result = _shell(resume, cwd)
+    assert result.returncode == 0, (resume, result.stderr[-2000:])
+    summary = json.loads((cwd / "runs" / "timed" / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["sessions"] == 2
+
+
 def test_the_interrupt_line_runs_as_printed(tmp_path: Path) -> None:
     """A run stopped with Ctrl-C ends with "continue with: COMMAND"; COMMAND resumes it."""
     args = ["train", "--env-id", "Pendulum-v1", "--feedback", "synthetic", "--run-name", "cut"]

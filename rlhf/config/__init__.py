@@ -88,6 +88,10 @@ class Config:
     """Gymnasium environment id (continuous actions)."""
     total_timesteps: int = 1_000_000
     """Environment steps over the whole run (all envs together)."""
+    max_minutes: float = 0.0
+    """Also end the run after this many minutes of training (every session of a resumed run
+    together, waits for labels included), as when its steps are spent; 0: no limit. Where it
+    ends then depends on the machine's speed: summary.json has the steps it reached."""
     feedback: Literal["human", "synthetic"] = "human"
     """Where preference labels come from (with --reward learned)."""
     task: str = ""
@@ -182,6 +186,7 @@ class Config:
         if self.run_name is not None:
             check_run_name(self.run_name)
         at_least(_check, "total_timesteps", self.total_timesteps, 1, STEPS_MAX)
+        at_least(_check, "max_minutes", self.max_minutes, 0, 525_600.0)  # a year
         seed(_check, "seed", self.seed)
         at_least(_check, "num_envs", self.num_envs, 1, 1024)
         at_least(_check, "torch_threads", self.torch_threads, 1, 1024)

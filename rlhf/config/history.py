@@ -48,11 +48,14 @@ SINCE_SCHEMA_1: tuple[tuple[str, str, Any], ...] = (
     ("sac", "recent_share", 0.0),  # uniform replay
     ("sac", "recent_steps", 10_000),  # read only with a recent share
     ("video", "ready_ahead_max", SameAs("ready_ahead")),  # a fixed number of pairs kept ready
+    ("", "max_minutes", 0.0),  # no time limit ("": a top-level setting)
 )
 """Settings added after ``config_schema`` 1: a signed file of that schema may lack these, and
 only these (a setting it lacks that schema 1 had means the file was damaged)."""
 
-ADDED_SINCE_SCHEMA_1 = frozenset(f"{section}.{key}" for section, key, _ in SINCE_SCHEMA_1)
+ADDED_SINCE_SCHEMA_1 = frozenset(
+    f"{section}.{key}" if section else key for section, key, _ in SINCE_SCHEMA_1
+)
 """:data:`SINCE_SCHEMA_1` as config paths (``section.key``)."""
 
 
@@ -63,6 +66,9 @@ def stored_as_it_ran(data: dict[str, Any]) -> dict[str, Any]:
         return data  # not a config: Config.from_dict says so in one line
     out = dict(data)
     for section, key, value in BEFORE_SCHEMA + SINCE_SCHEMA_1:
+        if not section:
+            out.setdefault(key, value)
+            continue
         part = out.get(section, {})
         if isinstance(part, dict) and key not in part:  # anything else: from_dict says what
             if isinstance(value, SameAs):

@@ -49,8 +49,8 @@ from rlhf.store.protocols import TrainerStore
 
 # -- the algorithm ------------------------------------------------------------------------------
 def train(t: Trainer) -> None:
-    """Run PPO iterations until the step budget is spent or a stop is requested."""
-    while t.progress.iteration < t.iterations and not t.stop.requested:
+    """Run PPO iterations until the steps (or --max-minutes) are spent or a stop is requested."""
+    while t.budget_left() and not t.stop.requested:
         iteration = t.progress.iteration + 1
         t.agent.set_progress((iteration - 1) / t.iterations)
         rollout = t.collector.collect(t.agent.actor(), t.cfg.ppo.num_steps, t.rngs["policy"])

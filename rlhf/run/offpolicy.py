@@ -66,12 +66,12 @@ class _Stepper:
 
 
 def train_offpolicy(t: Trainer) -> None:
-    """Run SAC iterations until the step budget is spent or a stop is requested."""
+    """Run SAC iterations until the steps (or --max-minutes) are spent or a stop is requested."""
     agent, buffer = t.agent, t.buffer
     assert isinstance(agent, SACLearner) and buffer is not None
     set_reward_source(t)
     stepper = _Stepper(t, agent, buffer)
-    while t.progress.iteration < t.iterations and not t.stop.requested:
+    while t.budget_left() and not t.stop.requested:
         iteration = t.progress.iteration + 1
         stepper.stats = None
         rollout = t.collector.collect(

@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from rlhf.config import Config, ConfigError, check_run_name, flag
 from rlhf.config.history import stored_as_it_ran
@@ -49,8 +51,16 @@ SESSION_ONLY = frozenset(
 )
 """Settings that shape only the session, not the run's results: free to change on --resume."""
 
-RAISE_ONLY = frozenset({"total_timesteps", "query.total_labels"})
+RAISE_ONLY = frozenset({"total_timesteps", "max_minutes", "query.total_labels"})
 """Budgets a resumed run may extend, never shrink (what was spent is spent)."""
+
+
+def rises(path: str, old: Any, new: Any) -> bool:
+    """Does the :data:`RAISE_ONLY` budget ``path`` grow from ``old`` to ``new``? (--max-minutes
+    0 has no limit: the largest.)"""
+    if path == "max_minutes":
+        old, new = old or math.inf, new or math.inf
+    return new > old
 
 
 @dataclass(frozen=True)
@@ -213,11 +223,12 @@ def resumed_config(root: Path, stored: Config, given: Config) -> Config:
         old, new = get(stored, path), get(given, path)
         if path in SESSION_ONLY | {"run_name", "runs_dir", "resume"} or new == old:
             continue
-        if path in RAISE_ONLY and new > old:
+        if path in RAISE_ONLY and rises(path, old, new):
             continue
         verb = "be lowered" if path in RAISE_ONLY else "change"
+        was = _shown(old) + (", no limit" if path == "max_minutes" and not old else "")
         raise ConfigError(
-            f"{flag(path)} cannot {verb} on --resume (the run was started with {_shown(old)})"
+            f"{flag(path)} cannot {verb} on --resume (the run was started with {was})"
         )
     return replace(given, run_name=root.name, runs_dir=str(root.parent), resume=str(root))
 

@@ -1,6 +1,6 @@
 """Start or resume a run, train it, and stop in one of three ways.
 
-* **finished**: the step budget is spent. The labelling page is told, answers still in flight are
+* **finished**: the step budget (or ``--max-minutes``) is spent. The labelling page is told, answers still in flight are
   accepted for ``--finish-grace`` seconds, the reward is trained once more on every label, and
   the checkpoint, ``agent.pt``, ``reward_model.pt`` and ``summary.json`` are written.
 * **interrupted** (Ctrl-C or SIGTERM): the current iteration ends, a checkpoint and ``agent.pt``
@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from rlhf.agent.precision import with_hidden_dtype
-from rlhf.config import Config
+from rlhf.config import Config, flag
 from rlhf.config.presets import idle_settings, with_preset
 from rlhf.core.files import disk_full
 from rlhf.core.status import Phase
@@ -204,7 +204,7 @@ def _finish(t: Trainer, phase: Phase, error: str | None = None, checkpoint: bool
     """Save what the run has, tell the page, let answers in flight arrive, write the summary."""
     resume = resume_command(t.run_dir.root)
     close = t.prefs.feedback.close if t.prefs is not None else lambda grace: None
-    longer = f"{resume} --total-timesteps {2 * t.cfg.total_timesteps}"
+    longer = _longer(t, resume)
     if phase is Phase.FINISHED:
         publish(t, phase, "training has finished", resume_command=longer)
         if t.prefs is not None:  # answers in flight arrive; the page stays up for the summary
@@ -230,8 +230,26 @@ def _finish(t: Trainer, phase: Phase, error: str | None = None, checkpoint: bool
         if t.status is not None:  # the page's final figures are summary.json's
             t.status.final(summary, longer)
         close(t.cfg.web.finish_grace)
-        t.logger.message(f"run finished: {t.run_dir.root} (summary.json)")
+        clock = ""
+        if _ended_on_time(t):
+            clock = (
+                f" at {flag('max_minutes')} {t.cfg.max_minutes:g} (step {t.progress.env_steps:,}"
+                f" of {t.cfg.total_timesteps:,})"
+            )
+        t.logger.message(f"run finished{clock}: {t.run_dir.root} (summary.json)")
     return summary
+
+
+def _ended_on_time(t: Trainer) -> bool:
+    """Did --max-minutes end the run before its steps were spent?"""
+    return t.progress.iteration < t.iterations and t.out_of_time()
+
+
+def _longer(t: Trainer, resume: str) -> str:
+    """The command that trains a finished run on, with twice the budget that ended it."""
+    if _ended_on_time(t):
+        return f"{resume} {flag('max_minutes')} {2 * t.cfg.max_minutes:g}"
+    return f"{resume} {flag('total_timesteps')} {2 * t.cfg.total_timesteps}"
 
 
 def log_last_clips(t: Trainer) -> None:

@@ -89,14 +89,25 @@ class Trainer:
         """Wall time spent training over every session of the run, this one included."""
         return self.progress.train_seconds + time.monotonic() - self.started
 
+    def out_of_time(self) -> bool:
+        """Has the run trained for its --max-minutes (never, without one)?"""
+        return 0 < self.cfg.max_minutes * 60.0 <= self.train_seconds()
+
+    def budget_left(self) -> bool:
+        """Steps to take and time to take them in (checked between iterations)."""
+        return self.progress.iteration < self.iterations and not self.out_of_time()
+
     def eta_seconds(self) -> float | None:
-        """Wall time left at this session's pace so far (waits for labels included); None
-        before the first step of the session."""
+        """Wall time left at this session's pace so far (waits for labels included), or to
+        --max-minutes when that comes first; None before the first step of the session."""
         done = self.collector.global_step - self.start_step
         if done <= 0:
             return None
         left = max(self.cfg.total_timesteps - self.collector.global_step, 0)
-        return (time.monotonic() - self.started) / done * left
+        eta = (time.monotonic() - self.started) / done * left
+        if self.cfg.max_minutes:
+            eta = min(eta, max(self.cfg.max_minutes * 60.0 - self.train_seconds(), 0.0))
+        return eta
 
 
 def publish(t: Trainer, phase: Phase, message: str, **extra: object) -> None:

@@ -27,6 +27,7 @@ from rlhf.run.run_dir import (
     auto_as_stored,
     read_config,
     resumed_config,
+    rises,
 )
 from rlhf.sweep.grid import Cell, shown
 from rlhf.sweep.spec import RESERVED, SpecError, key_name
@@ -86,7 +87,7 @@ def plan(cell: Cell) -> tuple[Action, Config]:
     for path in leaf_paths(Config):
         old, new = get(stored, path), get(spec, path)
         free = path in SESSION_ONLY or path in RESERVED  # rlhf train --resume may change them
-        if not (free or old == new or (path in RAISE_ONLY and new > old)):
+        if not (free or old == new or (path in RAISE_ONLY and rises(path, old, new))):
             raise SpecError(
                 f"{root} ran with {key_name(path)} = {shown(old)} and the spec now says"
                 f" {shown(new)}: put it back, or use another --sweep-dir"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -223,3 +224,24 @@ def test_a_cell_that_ran_on_an_earlier_target_catalogue_is_a_spec_error(tmp_path
     run.config.write_text(json.dumps({**data, "sha256": config_digest(data)}))
     with pytest.raises(SpecError, match=r"^cell cell: --resume .* target catalogue 1"):
         plan(cell)
+
+
+def test_a_cell_that_ended_on_the_clock_resumes_when_the_spec_gives_it_more_time(
+    tmp_path: Path,
+) -> None:
+    from rlhf.config import Config
+    from rlhf.config.presets import with_preset
+    from rlhf.run.run_dir import create_run_dir
+    from rlhf.sweep.grid import Cell
+    from rlhf.sweep.worker import LAST_CHECKPOINT, Action, plan
+
+    cfg = Config(runs_dir=str(tmp_path), run_name="cell", feedback="synthetic", max_minutes=30)
+    run = create_run_dir(with_preset(cfg)[0])
+    (run.root / "checkpoints" / LAST_CHECKPOINT).write_bytes(b"")
+    (run.root / "summary.json").write_text(json.dumps({"status": "finished"}))
+    assert plan(Cell("cell", (), cfg))[0] is Action.SKIP
+    for minutes in (60, 0):  # more time, or no limit
+        more = replace(cfg, max_minutes=minutes)
+        assert plan(Cell("cell", (), more))[0] is Action.RESUME
+    with pytest.raises(SpecError, match=r"ran with max-minutes = 30\.0 and the spec now says 10:"):
+        plan(Cell("cell", (), replace(cfg, max_minutes=10)))

@@ -1,0 +1,47 @@
+"""--max-minutes: a run ends on the clock as it ends when its steps are spent, and trains on when
+a resume gives it more time (or none: no limit)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from rlhf.config import Config, PPOConfig, QueryConfig, SACConfig
+from rlhf.run.runner import run
+from tests.support.helpers import QUICK_REWARD_FIT
+from tests.support.toy_env import ENV_ID
+
+STEPS, BATCH = 4096, 512
+MOMENT = 1e-4
+"""Six milliseconds: spent before a toy iteration ends, on any machine."""
+
+
+def _cfg(tmp_path: Path, algo: str) -> Config:
+    return Config(
+        env_id=ENV_ID, algo=algo, total_timesteps=STEPS, max_minutes=MOMENT, feedback="synthetic",
+        runs_dir=str(tmp_path), run_name=algo, progress=False, reward_model=QUICK_REWARD_FIT,
+        ppo=PPOConfig(num_steps=BATCH, num_minibatches=4, update_epochs=1),
+        sac=SACConfig(hidden_size=32, batch_size=32, learning_starts=BATCH, pretrain_steps=50,
+                      iteration_steps=BATCH, buffer_size=STEPS),
+        query=QueryConfig(total_labels=20, segment_length=10),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("algo", ["ppo", "sac"])
+def test_a_run_ends_on_the_clock_finished_and_a_resume_without_a_limit_completes_it(
+    tmp_path: Path, algo: str
+) -> None:
+    cfg = _cfg(tmp_path, algo)
+    first = run(cfg)
+    assert first.status == "finished" and not first.interrupted
+    assert first.env_steps <= BATCH < STEPS  # stopped at the first check after the moment
+    root = tmp_path / algo
+    assert (root / "checkpoints" / "reward_model.pt").is_file()  # finished: the models saved
+
+    second = run(dataclasses.replace(cfg, resume=str(root), max_minutes=0.0))  # 0: no limit
+    assert second.env_steps == STEPS and second.sessions == 2
+    summary = json.loads((root / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["env_steps"] == STEPS
