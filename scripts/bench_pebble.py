@@ -85,8 +85,9 @@ from rlhf.sweep.worker import read_curve
 
 ARMS = ("sac", "pebble", "ppo")
 """SAC on the env's reward, PEBBLE (SAC) on labels, PPO on the same labels."""
-TARGET_RATIO = 0.9
-"""PEBBLE's final return over SAC's on the true reward that the issue asks for."""
+PASS_RATIO = 0.9
+"""PEBBLE's final return over SAC's on the true reward that the off-policy issue asks for (a
+bar, not a behaviour: "target" is --target's word here)."""
 PEBBLE_QUERIES = tuple((f"query.{key}", getattr(SAC, key)) for key in RUN_FILLED_QUERY)
 """The pebble arm's query settings by default (rlhf/config/presets.py): QPA's queries."""
 PEBBLE_FIT = f"e{SAC.min_epoch_steps}__{cell_name(PEBBLE_QUERIES)}"
@@ -380,7 +381,7 @@ def _table(tasks: list[Task], results: list[Result]) -> dict[str, float]:
             shown_ratio = f"{ratio:.2f}" if sac else "-"  # no SAC run to divide by
             verdict = ""
             if arm == "pebble":
-                verdict = "no SAC run" if not sac else "met" if ratio >= TARGET_RATIO else "not met"
+                verdict = "no SAC run" if not sac else "met" if ratio >= PASS_RATIO else "not met"
             elif arm == "ppo" and "pebble" in means:
                 verdict = "pebble above" if means["pebble"] > means[arm] else "pebble below"
             seeds = ", ".join(f"{v:.0f}" for v in rets)
