@@ -45,15 +45,9 @@ def _wait_for_url(proc: subprocess.Popen, deadline: float) -> str:
     pytest.fail(f"trainer printed no URL (exit code {proc.poll()})")
 
 
-@pytest.mark.slow
-def test_human_feedback_run_trains_on_the_labels_it_was_given(tmp_path: Path) -> None:
-    cmd = [
-        sys.executable, "-m", "rlhf", "train", "--feedback", "human", "--feedback-wait",
-        "--env-id", "HalfCheetah-v5", "--total-timesteps", "3072", "--num-steps", "1024",
-        "--num-minibatches", "4", "--update-epochs", "1", "--query.total-labels", "8",
-        "--query.initial-fraction", "0.5", "--video.width", "64", "--video.height", "64",
-        "--runs-dir", str(tmp_path), "--run-name", "human", "--no-progress",
-    ]  # fmt: skip
+def _label_while_it_runs(cmd: list[str]) -> tuple[dict[int, Answer], str]:
+    """Start the trainer, answer every pair the page offers until the run ends; returns the
+    acknowledged answers and the trainer's output (it must have exited 0)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         url = _wait_for_url(proc, time.monotonic() + 120)
@@ -81,14 +75,39 @@ def test_human_feedback_run_trains_on_the_labels_it_was_given(tmp_path: Path) ->
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, out
+    return given, out
+
+
+def _stored(run: Path) -> dict[int, Answer]:
+    store = LabelStore(run / "labels.sqlite")
+    try:
+        return {lab.pair_id: lab.answer for lab in store.labels()}
+    finally:
+        store.close()
+
+
+def _trainable(given: dict[int, Answer]) -> int:
+    return sum(1 for a in given.values() if a is not Answer.SKIP)
+
+
+COMMON = [
+    sys.executable, "-m", "rlhf", "train", "--feedback", "human", "--feedback-wait",
+    "--env-id", "HalfCheetah-v5", "--query.total-labels", "8", "--query.initial-fraction", "0.5",
+    "--video.width", "64", "--video.height", "64", "--run-name", "human", "--no-progress",
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_human_feedback_run_trains_on_the_labels_it_was_given(tmp_path: Path) -> None:
+    cmd = [
+        *COMMON, "--total-timesteps", "3072", "--num-steps", "1024", "--num-minibatches", "4",
+        "--update-epochs", "1", "--runs-dir", str(tmp_path),
+    ]  # fmt: skip
+    given, _ = _label_while_it_runs(cmd)
     summary = json.loads((tmp_path / "human" / "summary.json").read_text())
-    stored = {
-        lab.pair_id: lab.answer for lab in LabelStore(tmp_path / "human" / "labels.sqlite").labels()
-    }
-    assert stored == given  # every acknowledged label is there, nothing else
+    assert _stored(tmp_path / "human") == given  # every acknowledged label is there, nothing else
     assert len(given) >= 4  # --feedback-wait held PPO until the initial labels arrived
-    trainable = sum(1 for a in given.values() if a is not Answer.SKIP)
-    assert summary["labels_used"] == trainable
+    assert summary["labels_used"] == _trainable(given)
     # The agent in view: a curve point per iteration, a policy clip queued at the first.
     store = LabelStore(tmp_path / "human" / "labels.sqlite")
     assert [p.iteration for p in store.curve()] == [1, 2, 3]
@@ -96,3 +115,27 @@ def test_human_feedback_run_trains_on_the_labels_it_was_given(tmp_path: Path) ->
     clip = store.policy_clip(1)
     assert clip is not None and clip.iteration == 1
     store.close()
+
+
+@pytest.mark.slow
+def test_a_person_teaches_pebble_through_the_page(tmp_path: Path) -> None:
+    """--algo sac: PEBBLE's pretraining asks nothing, then the page's pairs are its queries."""
+    cmd = [
+        *COMMON, "--algo", "sac", "--total-timesteps", "2000", "--sac.learning-starts", "500",
+        "--sac.pretrain-steps", "50", "--sac.iteration-steps", "500", "--sac.hidden-size", "32",
+        "--sac.batch-size", "32", "--reward-model.max-epochs", "2", "--runs-dir", str(tmp_path),
+    ]  # fmt: skip
+    given, _ = _label_while_it_runs(cmd)
+    summary = json.loads((tmp_path / "human" / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["env_steps"] == 2000
+    assert _stored(tmp_path / "human") == given
+    assert len(given) >= 4  # --feedback-wait held SAC until the initial labels arrived
+    assert summary["labels_used"] == _trainable(given)
+    store = LabelStore(tmp_path / "human" / "labels.sqlite")
+    try:
+        curve = store.curve()
+        assert [p.iteration for p in curve] == [1, 2, 3, 4]
+        assert curve[-1].predicted_return is not None  # the reward learned from the answers
+        assert store.policy_clip(1) is not None
+    finally:
+        store.close()
