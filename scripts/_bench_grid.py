@@ -1,8 +1,8 @@
 """What the benchmark grids share: their seed sets and seed flags, a run's settings applied to
 its Config, the settings that change the task, and --target's behaviours checked before any run.
 
-bench_rlhf.py, bench_pebble.py and bench_later_labels.py import it (never each other), so a seed
-set or a flag means one thing in all of them.
+bench_rlhf.py, bench_pebble.py and bench_later_labels.py import it (never each other), as do
+their private modules, so a seed set or a flag means one thing in all of them.
 """
 
 from __future__ import annotations

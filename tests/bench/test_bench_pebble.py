@@ -14,24 +14,33 @@ SCRIPTS = str(Path(__file__).resolve().parents[2] / "scripts")
 if SCRIPTS not in sys.path:  # as when run
     sys.path.insert(0, SCRIPTS)
 import bench_pebble as bench  # noqa: E402
+from _bench_pebble_jobs import (  # noqa: E402
+    PEBBLE_FIT,
+    Job,
+    Result,
+    cpu_name,
+    load,
+    resumed_or_fresh,
+    train,
+)
 
 
-def _quick_job(out: Path, arm: str, settings: tuple = ()) -> bench.Job:
+def _quick_job(out: Path, arm: str, settings: tuple = ()) -> Job:
     """A --quick HalfCheetah job of ``arm`` on seed 1 in ``out`` (the sac arm has no labels)."""
-    return bench.Job(
+    return Job(
         "HalfCheetah-v5", arm, 1, 1000, 0 if arm == "sac" else 20, 0.0, True, str(out),
         "float32", settings,
     )  # fmt: skip
 
 
-def _record_runs(monkeypatch: pytest.MonkeyPatch) -> list[bench.Job]:
+def _record_runs(monkeypatch: pytest.MonkeyPatch) -> list[Job]:
     """The jobs bench_pebble hands to Ray from now on, recorded instead of run (each "ends" at
     45)."""
-    ran: list[bench.Job] = []
+    ran: list[Job] = []
 
     def fake_run_jobs(fn, jobs, **_):
         ran.extend(jobs)
-        return [bench.Result(j, 45.0, 50.0, []) for j in jobs]
+        return [Result(j, 45.0, 50.0, []) for j in jobs]
 
     monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
     return ran
@@ -40,18 +49,18 @@ def _record_runs(monkeypatch: pytest.MonkeyPatch) -> list[bench.Job]:
 def test_a_stopped_run_goes_on_from_its_checkpoint_and_a_damaged_one_starts_again(
     short_tmp: Path,
 ) -> None:
-    job = bench.Job("HalfCheetah-v5", "pebble", 1, 1000, 20, 0.0, True, str(short_tmp))
-    first = bench._train(job)
+    job = Job("HalfCheetah-v5", "pebble", 1, 1000, 20, 0.0, True, str(short_tmp))
+    first = train(job)
     run_dir, saved = short_tmp / job.key, short_tmp / "results" / f"{job.key}.json"
     (run_dir / "marker").write_text("")  # what starting the run again would remove
     saved.unlink()  # stopped after its last checkpoint, before its result was saved
-    again = bench._train(job)
+    again = train(job)
     assert (run_dir / "marker").exists(), "the run started again instead of going on"
-    assert again.cpu == bench.cpu_name() == json.loads(saved.read_text())["cpu"]
+    assert again.cpu == cpu_name() == json.loads(saved.read_text())["cpu"]
     assert again.curve == first.curve and saved.is_file()
     saved.unlink()
     (run_dir / "checkpoints" / "last.pt").write_bytes(b"not a checkpoint")
-    fresh = bench._train(job)
+    fresh = train(job)
     assert not (run_dir / "marker").exists()  # started again, in an emptied directory
     assert fresh.curve == first.curve  # one seed makes the run
 
@@ -59,8 +68,8 @@ def test_a_stopped_run_goes_on_from_its_checkpoint_and_a_damaged_one_starts_agai
 def test_cpu_name_is_the_model_name_of_cpuinfo_else_the_platforms(tmp_path: Path) -> None:
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654\n")
-    assert bench.cpu_name(cpuinfo) == "AMD EPYC 9654"
-    assert bench.cpu_name(tmp_path / "absent") not in ("", "AMD EPYC 9654")
+    assert cpu_name(cpuinfo) == "AMD EPYC 9654"
+    assert cpu_name(tmp_path / "absent") not in ("", "AMD EPYC 9654")
 
 
 def test_a_run_another_invocation_is_training_is_never_removed(short_tmp: Path) -> None:
@@ -71,27 +80,27 @@ def test_a_run_another_invocation_is_training_is_never_removed(short_tmp: Path) 
     run_dir.mkdir()
     (run_dir / "config.json").write_text("{}")  # stopped before its first checkpoint
     with trainer_lock(RunDir(run_dir)), pytest.raises(ConfigError, match="another process"):
-        bench._resumed(Config(env_id="HalfCheetah-v5"), run_dir)
+        resumed_or_fresh(Config(env_id="HalfCheetah-v5"), run_dir)
     assert (run_dir / "config.json").is_file()
 
 
 def test_arms_runs_only_the_arms_named_and_shows_every_kept_result(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def job(arm: str) -> bench.Job:
+    def job(arm: str) -> Job:
         return _quick_job(short_tmp, arm)
 
-    kept = bench.Result(job("sac"), 100.0, 50.0, [(1000, 100.0)])
+    kept = Result(job("sac"), 100.0, 50.0, [(1000, 100.0)])
     (short_tmp / "results").mkdir()
     moved = asdict(kept) | {"job": asdict(kept.job) | {"out": "runs/elsewhere"}}
     del moved["cpu"]  # written before results kept their CPU
     (short_tmp / "results" / f"{kept.job.key}.json").write_text(json.dumps(moved))
-    assert bench._load(short_tmp)[kept.job.key].job == kept.job  # a moved result belongs here
+    assert load(short_tmp)[kept.job.key].job == kept.job  # a moved result belongs here
     ran: list[str] = []
 
     def fake_run_jobs(fn, jobs, **_):
         ran.extend(j.arm for j in jobs)
-        return [bench.Result(j, 45.0, 50.0, [(1000, 45.0)], "Test CPU") for j in jobs]
+        return [Result(j, 45.0, 50.0, [(1000, 45.0)], "Test CPU") for j in jobs]
 
     monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
     argv = ["bench_pebble.py", "--quick", "--hidden-dtype", "float32", "--arms", "pebble"]
@@ -120,14 +129,14 @@ def test_a_pebble_row_without_a_sac_run_says_so_instead_of_a_ratio(
 def test_the_table_shows_runs_another_driver_finished_in_the_same_out_meanwhile(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def job(arm: str) -> bench.Job:
+    def job(arm: str) -> Job:
         return _quick_job(short_tmp, arm)
 
     def fake_run_jobs(fn, jobs, **_):
-        other = bench.Result(job("sac"), 90.0, 50.0, [])  # saved by a driver with --arms sac
+        other = Result(job("sac"), 90.0, 50.0, [])  # saved by a driver with --arms sac
         (short_tmp / "results").mkdir(exist_ok=True)
         (short_tmp / "results" / f"{other.job.key}.json").write_text(json.dumps(asdict(other)))
-        return [bench.Result(j, 45.0, 50.0, []) for j in jobs]
+        return [Result(j, 45.0, 50.0, []) for j in jobs]
 
     monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
     argv = ["bench_pebble.py", "--quick", "--hidden-dtype", "float32", "--arms", "pebble"]
@@ -140,16 +149,16 @@ def test_the_table_shows_runs_another_driver_finished_in_the_same_out_meanwhile(
 def test_set_runs_a_pebble_variant_under_its_own_key_beside_the_kept_arms(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def job(arm: str, settings: tuple = ()) -> bench.Job:
+    def job(arm: str, settings: tuple = ()) -> Job:
         return _quick_job(short_tmp, arm, settings)
 
     variant = job("pebble", (("sac.recent_share", 0.5),))
     (short_tmp / "results").mkdir()
-    for kept in (bench.Result(job("sac"), 100.0, 50.0, []), bench.Result(variant, 70.0, 40.0, [])):
+    for kept in (Result(job("sac"), 100.0, 50.0, []), Result(variant, 70.0, 40.0, [])):
         path = short_tmp / "results" / f"{kept.job.key}.json"
         path.write_text(json.dumps(asdict(kept)))  # JSON makes the settings' tuples lists
     assert variant.key != job("pebble").key and "recent_share=0.5" in variant.key
-    assert bench._load(short_tmp)[variant.key].job == variant  # read back under its own key
+    assert load(short_tmp)[variant.key].job == variant  # read back under its own key
     ran = _record_runs(monkeypatch)
     argv = ["bench_pebble.py", "--quick", "--hidden-dtype", "float32", "--out", str(short_tmp)]
     monkeypatch.setattr(sys, "argv", [*argv, "--arms", "pebble", "--set", "sac.recent-share=0.5"])
@@ -168,11 +177,11 @@ def test_a_result_of_an_earlier_default_is_not_taken_for_todays(
     default = _quick_job(short_tmp, "pebble")
     assert "query.pool_size=125__query.selection=uniform" in default.key  # QPA's queries
     (short_tmp / "results").mkdir()
-    before = default.key.replace(f"__{bench.PEBBLE_FIT}", "__e32")  # 2000 by disagreement
+    before = default.key.replace(f"__{PEBBLE_FIT}", "__e32")  # 2000 by disagreement
     (short_tmp / "results" / f"{before}.json").write_text(
-        json.dumps(asdict(bench.Result(default, 70.0, 40.0, [])))
+        json.dumps(asdict(Result(default, 70.0, 40.0, [])))
     )  # its job holds no settings: the default of its day
-    assert set(bench._load(short_tmp)) == {before}
+    assert set(load(short_tmp)) == {before}
     ran = _record_runs(monkeypatch)
     argv = ["bench_pebble.py", "--quick", "--hidden-dtype", "float32", "--out", str(short_tmp)]
     monkeypatch.setattr(sys, "argv", [*argv, "--arms", "pebble"])
@@ -274,7 +283,7 @@ def test_a_target_runs_with_the_teacher_and_the_true_reward_it_names(
         raise Recorded  # the config is all this test reads: no run
 
     monkeypatch.setattr(runner, "run", record)
-    job = bench.Job("Hopper-v5", "sac", 101, 1000, 0, 0.1, True, str(short_tmp), target="hop")
+    job = Job("Hopper-v5", "sac", 101, 1000, 0, 0.1, True, str(short_tmp), target="hop")
     with pytest.raises(Recorded):
-        bench._train(job)
+        train(job)
     assert seen[0].teacher.target == "hop" and seen[0].reward == "env"

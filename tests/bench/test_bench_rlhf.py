@@ -11,7 +11,7 @@ import math
 import re
 import shutil
 import sys
-from dataclasses import fields
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import pytest
@@ -21,15 +21,22 @@ from rlhf.sweep.spec import SpecError
 from tests.bench.test_benchmarks import TIMEOUT_S, check_headline, parse_figures, run_quick
 from tests.support.workers import RAY
 
-BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench_rlhf.py"
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+if str(SCRIPTS) not in sys.path:  # as when run: its private modules sit beside it
+    sys.path.insert(0, str(SCRIPTS))
+import _bench_rlhf_jobs  # noqa: E402
+import _bench_rlhf_runs  # noqa: E402
+from _bench_grid import with_settings  # noqa: E402
+from _bench_rlhf_jobs import TEACHER, Job, make_teachers, preset_settings, set_flags  # noqa: E402
+from _bench_rlhf_runs import Result, load, train  # noqa: E402
+
+BENCH = SCRIPTS / "bench_rlhf.py"
 HAS_TARGET = "target" in {f.name for f in fields(TeacherConfig)}
 """Whether TeacherConfig has its target yet (--teacher.target: a target behaviour's reward)."""
 
 
 @pytest.fixture(scope="module")
 def bench():
-    if str(BENCH.parent) not in sys.path:  # as when run: its helper modules sit beside it
-        sys.path.insert(0, str(BENCH.parent))
     spec = importlib.util.spec_from_file_location("bench_rlhf", BENCH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -38,8 +45,8 @@ def bench():
     return module
 
 
-def test_set_reaches_the_config_of_the_run(bench) -> None:
-    settings = bench._set_flags(
+def test_set_reaches_the_config_of_the_run() -> None:
+    settings = set_flags(
         ["query.segment-length=25", "reward-model.hidden-sizes=[128, 128]", "gamma=0.995"]
     )
     assert settings == (
@@ -47,7 +54,7 @@ def test_set_reaches_the_config_of_the_run(bench) -> None:
         ("reward_model.hidden_sizes", (128, 128)),
         ("ppo.gamma", 0.995),
     )
-    cfg = bench.with_settings(Config(env_id="Walker2d-v5"), settings)
+    cfg = with_settings(Config(env_id="Walker2d-v5"), settings)
     assert cfg.query.segment_length == 25
     assert cfg.reward_model.hidden_sizes == (128, 128)
     assert cfg.ppo.gamma == 0.995
@@ -69,60 +76,60 @@ def test_set_reaches_the_config_of_the_run(bench) -> None:
         ("gamma=2", "--gamma must be in"),  # out of range: refused before any run
     ],
 )
-def test_a_bad_or_owned_setting_is_one_line(bench, item: str, message: str) -> None:
+def test_a_bad_or_owned_setting_is_one_line(item: str, message: str) -> None:
     with pytest.raises(SpecError, match=message):
-        bench._set_flags([item])
+        set_flags([item])
 
 
-def test_a_result_is_reused_only_for_the_same_settings(bench, tmp_path: Path) -> None:
-    plain = bench.Job("Walker2d-v5", "rlhf", 1, 1000, 10)
-    short = bench.Job("Walker2d-v5", "rlhf", 1, 1000, 10, settings=(("query.segment_length", 25),))
-    wide = bench.Job(
+def test_a_result_is_reused_only_for_the_same_settings(tmp_path: Path) -> None:
+    plain = Job("Walker2d-v5", "rlhf", 1, 1000, 10)
+    short = Job("Walker2d-v5", "rlhf", 1, 1000, 10, settings=(("query.segment_length", 25),))
+    wide = Job(
         "Walker2d-v5", "rlhf", 1, 1000, 10, settings=(("reward_model.hidden_sizes", (128, 128)),)
     )
     assert len({plain.key, short.key, wide.key}) == 3
     assert short.key.endswith("__query.segment_length=25")
-    result = bench.Result(wide, 1.0, 2.0, 10, 0.9, [(1, 2.0)])
-    (tmp_path / f"{wide.key}.json").write_text(json.dumps(bench.asdict(result)))
-    loaded = bench._load(tmp_path)
+    result = Result(wide, 1.0, 2.0, 10, 0.9, [(1, 2.0)])
+    (tmp_path / f"{wide.key}.json").write_text(json.dumps(asdict(result)))
+    loaded = load(tmp_path)
     assert list(loaded) == [wide.key]
     assert loaded[wide.key].job == wide  # the settings' tuples survive JSON
 
 
-def test_the_preset_is_resolved_with_the_settings(bench) -> None:
+def test_the_preset_is_resolved_with_the_settings() -> None:
     # Hopper's margin moves a learned end: with a fixed horizon there is none, as in rlhf train.
-    assert bench._settings("Hopper-v5", "rlhf", None, None, None)["end_margin"] == 0.3
+    assert preset_settings("Hopper-v5", "rlhf", None, None, None)["end_margin"] == 0.3
     fixed = (("terminations", "fixed-horizon"),)
-    assert bench._settings("Hopper-v5", "rlhf", None, None, None, fixed)["end_margin"] == 0.0
+    assert preset_settings("Hopper-v5", "rlhf", None, None, None, fixed)["end_margin"] == 0.0
 
 
-def test_a_margin_keys_only_the_runs_it_moves(bench) -> None:
+def test_a_margin_keys_only_the_runs_it_moves() -> None:
     # PPO on the true reward has no learned end: a margin screen reuses its baseline.
-    assert bench._settings("Walker2d-v5", "ppo", None, None, -1.0)["end_margin"] == 0.0
-    assert bench._settings("Walker2d-v5", "rlhf", None, None, -1.0)["end_margin"] == -1.0
+    assert preset_settings("Walker2d-v5", "ppo", None, None, -1.0)["end_margin"] == 0.0
+    assert preset_settings("Walker2d-v5", "rlhf", None, None, -1.0)["end_margin"] == -1.0
     fixed = (("terminations", "fixed-horizon"),)
-    assert bench._settings("Walker2d-v5", "rlhf", None, None, -1.0, fixed)["end_margin"] == 0.0
+    assert preset_settings("Walker2d-v5", "rlhf", None, None, -1.0, fixed)["end_margin"] == 0.0
 
 
-def test_ppo_has_no_teacher_and_every_other_setting_is_in_the_key(bench) -> None:
-    ppo = bench.Job("Hopper-v5", "ppo", 101, 1000, 0)
-    oracle = bench.Job("Hopper-v5", "rlhf", 101, 1000, 200)
-    noisy = bench.Job("Hopper-v5", "rlhf", 101, 1000, 200, teacher=(("teacher.mistake", 0.1),))
+def test_ppo_has_no_teacher_and_every_other_setting_is_in_the_key() -> None:
+    ppo = Job("Hopper-v5", "ppo", 101, 1000, 0)
+    oracle = Job("Hopper-v5", "rlhf", 101, 1000, 200)
+    noisy = Job("Hopper-v5", "rlhf", 101, 1000, 200, teacher=(("teacher.mistake", 0.1),))
     assert ppo.key == "Hopper-v5__ppo__101__1000"  # no label budget: one run serves every teacher
     assert oracle.key == "Hopper-v5__rlhf__101__1000__200"  # the perfect teacher's, as before
     assert noisy.key == "Hopper-v5__rlhf__101__1000__200__teacher.mistake=0.1"
     # Results saved with --set teacher.mistake=0.1 (before --mistake) keep the key they had.
-    old = bench.Job("Hopper-v5", "rlhf", 101, 1000, 200, settings=(("teacher.mistake", 0.1),))
+    old = Job("Hopper-v5", "rlhf", 101, 1000, 200, settings=(("teacher.mistake", 0.1),))
     assert old.key == noisy.key
     for mode in ("ppo", "rlhf"):
-        aimed = bench.Job("Hopper-v5", mode, 101, 1000, 0, target="backflip")
+        aimed = Job("Hopper-v5", mode, 101, 1000, 0, target="backflip")
         assert "__target=backflip" in aimed.key
         assert aimed.run_settings == (("teacher.target", "backflip"),)  # both modes: its reward
 
 
-def test_every_combination_of_the_teacher_flags_is_a_teacher(bench) -> None:
-    noise = {path: None for path in bench.TEACHER} | {"teacher.mistake": [0.0, 0.1]}
-    teachers = bench._teachers([200, 700], noise)
+def test_every_combination_of_the_teacher_flags_is_a_teacher() -> None:
+    noise = {path: None for path in TEACHER} | {"teacher.mistake": [0.0, 0.1]}
+    teachers = make_teachers([200, 700], noise)
     assert [t.text() for t in teachers] == [
         "200 labels",
         "200 labels, 10% wrong",
@@ -130,17 +137,15 @@ def test_every_combination_of_the_teacher_flags_is_a_teacher(bench) -> None:
         "700 labels, 10% wrong",
     ]
     assert [t.tag for t in teachers] == ["200l", "200l_m0.1", "700l", "700l_m0.1"]
-    noise = {
-        path: [value] for path, value in zip(bench.TEACHER, (1, 0.99, 0.2, 0.1, 0.05), strict=True)
-    }
-    (teacher,) = bench._teachers([50], noise)
+    noise = {path: [value] for path, value in zip(TEACHER, (1, 0.99, 0.2, 0.1, 0.05), strict=True)}
+    (teacher,) = make_teachers([50], noise)
     assert teacher.text("ratings") == (
         "50 ratings, beta 1, myopia 0.99, 20% wrong, skip 0.1, equal 0.05"
     )
     with pytest.raises(SpecError, match=r"^--mistake 2: --mistake must be in \[0, 1\]$"):
-        bench._teachers([200], {"teacher.mistake": [2.0]})
+        make_teachers([200], {"teacher.mistake": [2.0]})
     with pytest.raises(SpecError, match=r"^--labels -1: --labels must be >= 0$"):
-        bench._teachers([-1], {})
+        make_teachers([-1], {})
 
 
 @pytest.mark.parametrize(
@@ -181,22 +186,22 @@ def test_a_setting_that_changes_the_task_runs_ppo_with_it_too(bench) -> None:
     # RLHF's alone.
     nocfrc = 'env-kwargs={"include_cfrc_ext_in_observation": false}'
     args = bench._parser().parse_args(["--env-id", "Ant-v5", "--seeds", "1"])
-    extra = bench._set_flags([nocfrc, "query.segment-length=25"])
+    extra = set_flags([nocfrc, "query.segment-length=25"])
     ppo, rlhf = bench._grid(args).jobs(args, extra)
     assert (ppo.mode, rlhf.mode) == ("ppo", "rlhf")
     kwargs = ("env_kwargs", '{"include_cfrc_ext_in_observation": false}')
     assert ppo.settings == (kwargs,) and rlhf.settings == (kwargs, ("query.segment_length", 25))
     assert "include_cfrc_ext_in_observation" in ppo.key
-    run = bench.with_settings(Config(env_id="Ant-v5"), ppo.run_settings)
+    run = with_settings(Config(env_id="Ant-v5"), ppo.run_settings)
     assert run.env_kwargs_dict() == {"include_cfrc_ext_in_observation": False}
-    plain, _ = bench._grid(args).jobs(args, bench._set_flags(["query.segment-length=25"]))
+    plain, _ = bench._grid(args).jobs(args, set_flags(["query.segment-length=25"]))
     assert plain.settings == () and plain.key == "Ant-v5__ppo__1__300000__logstd-1"  # as before
 
 
 @pytest.mark.skipif(not HAS_TARGET, reason="TeacherConfig has no target yet")
-def test_the_target_reaches_the_config_of_the_run(bench) -> None:
-    job = bench.Job("Hopper-v5", "ppo", 101, 1000, 0, target="backflip")
-    assert bench.with_settings(Config(), job.run_settings).teacher.target == "backflip"
+def test_the_target_reaches_the_config_of_the_run() -> None:
+    job = Job("Hopper-v5", "ppo", 101, 1000, 0, target="backflip")
+    assert with_settings(Config(), job.run_settings).teacher.target == "backflip"
 
 
 def _cached(bench, argv: list[str], out: Path) -> list:
@@ -214,8 +219,8 @@ def _cached(bench, argv: list[str], out: Path) -> list:
         used = max(job.labels - (job.seed - 101), 0)
         curve = [(1000, final / 2), (20_000, final)]
         length = 200.0 if job.mode == "ppo" else 100.0  # RLHF's episodes end sooner
-        result = bench.Result(job, 10.0 * (job.seed - 100), final, used, 0.8, curve, length)
-        (out / f"{job.key}.json").write_text(json.dumps(bench.asdict(result)))
+        result = Result(job, 10.0 * (job.seed - 100), final, used, 0.8, curve, length)
+        (out / f"{job.key}.json").write_text(json.dumps(asdict(result)))
     return jobs
 
 
@@ -294,12 +299,14 @@ def test_results_saved_before_teachers_are_read(bench, tmp_path, monkeypatch, ca
 
 def test_a_target_is_a_task_of_its_own(bench, tmp_path, monkeypatch, capsys) -> None:
     if not HAS_TARGET:  # until TeacherConfig has it, the runs' configs leave it out
-        real = bench.with_settings
-        monkeypatch.setattr(
-            bench,
-            "with_settings",
-            lambda cfg, settings: real(cfg, tuple(s for s in settings if s[0] != "teacher.target")),
-        )
+        for where in (_bench_rlhf_jobs, _bench_rlhf_runs):  # where the runs' configs are made
+            monkeypatch.setattr(
+                where,
+                "with_settings",
+                lambda cfg, settings: with_settings(
+                    cfg, tuple(s for s in settings if s[0] != "teacher.target")
+                ),
+            )
     monkeypatch.setattr(
         bench, "check_targets", lambda names, envs: [None if n == "none" else n for n in names]
     )
@@ -337,13 +344,13 @@ def test_quick_run_of_a_noisy_teacher(short_tmp: Path) -> None:
     assert math.isfinite(float(figures["ratio_Hopper"]))
 
 
-def test_keep_runs_keeps_each_runs_directory_under_its_key(bench, tmp_path: Path) -> None:
+def test_keep_runs_keeps_each_runs_directory_under_its_key(tmp_path: Path) -> None:
     keep = tmp_path / "runs"
-    job = bench.Job("Hopper-v5", "rlhf", 1, 2048, 10)
+    job = Job("Hopper-v5", "rlhf", 1, 2048, 10)
     stale = keep / job.key
     stale.mkdir(parents=True)  # an interrupted grid's run: its result was never saved
     (stale / "config.json").write_text("{}")
-    result = bench._train(job, keep)
+    result = train(job, keep)
     run = keep / job.key
     assert (run / "summary.json").is_file() and any((run / "tb").iterdir())
     assert (run / "labels.sqlite").is_file()
@@ -351,9 +358,9 @@ def test_keep_runs_keeps_each_runs_directory_under_its_key(bench, tmp_path: Path
     assert result.labels > 0 and result.curve
 
 
-def test_without_keep_runs_nothing_is_left(bench, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(bench.tempfile, "tempdir", str(tmp_path))
-    bench._train(bench.Job("Hopper-v5", "ppo", 1, 2048, 0))
+def test_without_keep_runs_nothing_is_left(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(_bench_rlhf_runs.tempfile, "tempdir", str(tmp_path))
+    train(Job("Hopper-v5", "ppo", 1, 2048, 0))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -394,7 +401,7 @@ def test_arms_rlhf_runs_no_ppo_and_the_table_has_no_ratio_without_it(
         for job, _, _ in work:
             ran.append((job.mode, job.seed))
             shutil.copy(every / f"{job.key}.json", out)  # as the run itself saves it
-        return [bench._load(out)[job.key] for job, _, _ in work]
+        return [load(out)[job.key] for job, _, _ in work]
 
     monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
     lines = _main(bench, monkeypatch, capsys, [*argv, "--arms", "rlhf"])
