@@ -28,6 +28,9 @@ class Phase(enum.StrEnum):
     """The agent (PPO or SAC) is paused until enough labels have arrived (``message`` says how many)."""
     TRAINING = "training"
     """Collecting rollouts and updating the policy."""
+    EXPLORING = "exploring"
+    """SAC's start with a learned reward (PEBBLE): it explores on its own and asks nothing yet
+    (``message`` says until about which step)."""
     FINISHED = "finished"
     """The step budget is spent. The labelling server still accepts answers in flight for
     ``--finish-grace`` seconds, then stops."""

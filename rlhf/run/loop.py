@@ -301,8 +301,11 @@ def show_agent(
     )  # fmt: skip
 
 
-def record_iteration(t: Trainer, rollout: PolicyRollout, stats: object) -> None:
-    """Advance the counters, log the iteration and tell the page."""
+def record_iteration(
+    t: Trainer, rollout: PolicyRollout, stats: object, exploring: str | None = None
+) -> None:
+    """Advance the counters, log the iteration and tell the page (``exploring``: what SAC's
+    unsupervised start says instead of the iteration count)."""
     check_agent(t.cfg, t.run_dir, t.agent.state_dict(), t.collector.global_step)
     p = t.progress
     p.iteration += 1
@@ -314,6 +317,9 @@ def record_iteration(t: Trainer, rollout: PolicyRollout, stats: object) -> None:
     sps = (step - t.start_step) / max(time.monotonic() - t.started, 1e-9)
     lr = t.agent.optimizer.param_groups[0]["lr"]
     log_iteration(t.logger, rollout, stats, lr, step, sps)  # type: ignore[arg-type]
-    publish(t, Phase.TRAINING, f"iteration {p.iteration} of {t.iterations}")
+    if exploring is None:
+        publish(t, Phase.TRAINING, f"iteration {p.iteration} of {t.iterations}")
+    else:
+        publish(t, Phase.EXPLORING, exploring)
     ret = p.mean_return
     t.logger.progress(t.cfg.batch_size, ret=float("nan") if ret is None else ret, sps=int(sps))

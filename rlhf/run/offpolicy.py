@@ -87,7 +87,7 @@ def train_offpolicy(t: Trainer) -> None:
                 step = t.collector.global_step
                 score_rollout(t.prefs.reward, rollout.raw, segments, t.logger, step)
             show_agent(t, t.prefs, rollout, segments, iteration)
-        record_iteration(t, rollout, stepper.stats)
+        record_iteration(t, rollout, stepper.stats, exploring_message(t))
         if t.clock.due(t.progress.iteration) and not t.stop.requested:
             write_checkpoint(t)
 
@@ -97,6 +97,20 @@ def pretraining(t: Trainer) -> bool:
     agent = t.agent
     assert isinstance(agent, SACLearner)
     return t.prefs is not None and t.cfg.sac.pretrain_steps > 0 and agent.critic_resets == 0
+
+
+def exploring_message(t: Trainer) -> str | None:
+    """What the page says while PEBBLE's pretraining runs (None after it): no pair comes until
+    it ends, and a person should know that it is on purpose, and until when."""
+    if not pretraining(t):
+        return None
+    sac = t.cfg.sac
+    # one gradient step a vector step from learning_starts on; pretraining ends after them
+    first = sac.learning_starts + sac.pretrain_steps * t.cfg.num_envs
+    return (
+        "The agent explores on its own before it asks anything (PEBBLE's pretraining): the"
+        f" first pairs come at about step {first:,}."
+    )
 
 
 def end_pretraining(t: Trainer, step: int) -> None:

@@ -193,6 +193,8 @@ def waiting(
         return "busy", NEXT_PAIR_REASON
     if phase is Phase.FINISHED:
         return "finished", ENDED_REASONS[Phase.FINISHED]
+    if phase is Phase.EXPLORING and status["message"]:
+        return "waiting", status["message"]  # no pair until it ends, and it says when
     if not status["pairs"]:
         return "waiting", "Waiting for the trainer's first pairs..."
     return "waiting", "Every pair asked so far is answered: the trainer asks for more as it trains."

@@ -194,3 +194,26 @@ def test_sac_resume_continues_with_the_replay_buffer(tmp_path: Path) -> None:
     assert state["agent"]["gradient_steps"] == first["agent"]["gradient_steps"] + 200
     assert state["agent"]["critic_resets"] == 1  # pretraining is not repeated
     assert json.loads((root / "summary.json").read_text())["status"] == "finished"
+
+
+def test_the_page_hears_that_pebble_explores_until_about_its_first_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rlhf.run.loop as loop
+
+    said: list[tuple[str, str, int]] = []
+    publish = loop.publish
+
+    def heard(t, phase, message, **extra) -> None:
+        said.append((phase.value, message, t.collector.global_step))
+        publish(t, phase, message, **extra)
+
+    monkeypatch.setattr(loop, "publish", heard)
+    sac = dataclasses.replace(TOY_SAC, learning_starts=200, pretrain_steps=100, iteration_steps=100)
+    run(_cfg(tmp_path, "r", 600, labels=20, sac=sac, reward_model=QUICK_REWARD_FIT))
+    phases = [(phase, step) for phase, _, step in said]
+    # pretraining ends with the 100th gradient step from step 200 on: iterations before say so
+    assert phases == [("exploring", 100), ("exploring", 200)] + [
+        ("training", s) for s in (300, 400, 500, 600)
+    ]
+    assert said[0][1].endswith("the first pairs come at about step 300.")

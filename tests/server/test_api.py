@@ -80,6 +80,21 @@ def test_next_skips_labelled_pairs_and_explains_waiting(client: FlaskClient, web
     assert done["state"] == "finished" and "nothing left" in done["reason"]
 
 
+def test_while_pebble_explores_the_waiting_reason_says_so_and_until_when(
+    client: FlaskClient, web_run: Run
+) -> None:
+    store, _ = web_run
+    for pair_id in (1, 2, 3):
+        _label(client, pair_id, "left")
+    store.mark_video(4, "failed", error="boom")
+    said = "The agent explores on its own before it asks anything: the first pairs come at 14,000."
+    store.set_meta(STATUS_KEY, TrainerStatus(Phase.EXPLORING, message=said).to_json())
+    waiting = client.get("/api/next").get_json()
+    assert waiting["pair"] is None and waiting["state"] == "waiting"
+    assert waiting["reason"] == said
+    assert waiting["status"]["phase"] == "exploring"
+
+
 def test_concurrent_labellers_are_handed_different_pairs(app, web_run: Run) -> None:
     store, _ = web_run
     alice, bob = app.test_client(), app.test_client()
