@@ -129,7 +129,8 @@ def train(job: Job) -> Result:
     summary = run(resumed_or_fresh(with_settings(cfg, job.settings), Path(job.out) / job.key))
     tb = Path(job.out) / job.key / "tb"
     curve = [(int(step), float(value)) for step, value in read_curve(tb)]
-    late = [value for step, value in curve if step >= 0.9 * job.steps]
+    end = min(job.steps, summary.env_steps)  # less where --set max-minutes=N ended it first
+    late = [value for step, value in curve if step >= 0.9 * end]
     final = float(np.mean(late)) if late else float(summary.final_true_return or float("nan"))
     result = Result(job, final, summary.sps, curve, cpu_name())
     # Saved by the run itself, so a stopped grid keeps every finished run.

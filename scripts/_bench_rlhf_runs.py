@@ -81,9 +81,10 @@ def train(job: Job, keep: Path | None = None) -> Result:
         tb = Path(runs) / cfg.run_name / "tb"
         read = read_scalars(tb, "charts/episodic_return", "charts/episodic_length")
         curve, lengths = list(read["charts/episodic_return"]), read["charts/episodic_length"]
-    tail = [ret for step, ret in curve if step > 0.9 * job.steps]
+    end = min(job.steps, summary.env_steps)  # less where --set max-minutes=N ended it first
+    tail = [ret for step, ret in curve if step > 0.9 * end]
     final = float(np.mean(tail)) if tail else summary.final_true_return or float("nan")
-    steps = [n for step, n in lengths if step > 0.9 * job.steps]
+    steps = [n for step, n in lengths if step > 0.9 * end]
     return Result(
         job, summary.wall_seconds, final, summary.labels_used, summary.reward_val_accuracy, curve,
         float(np.mean(steps)) if steps else None,

@@ -8,6 +8,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 SCRIPTS = str(Path(__file__).resolve().parents[2] / "scripts")
@@ -63,6 +64,20 @@ def test_a_stopped_run_goes_on_from_its_checkpoint_and_a_damaged_one_starts_agai
     fresh = train(job)
     assert not (run_dir / "marker").exists()  # started again, in an emptied directory
     assert fresh.curve == first.curve  # one seed makes the run
+
+
+def test_a_run_that_max_minutes_ends_early_is_read_over_the_last_tenth_it_reached(
+    short_tmp: Path,
+) -> None:
+    job = Job(
+        "Hopper-v5", "sac", 1, 20_000, 0, 0.0, True, str(short_tmp), "float32",
+        (("max_minutes", 0.05),),  # 3 s: an iteration or a few of SAC's 1,000 steps
+    )  # fmt: skip
+    result = train(job)
+    reached = json.loads((short_tmp / job.key / "summary.json").read_text())["env_steps"]
+    assert 1000 <= reached < job.steps
+    late = [ret for step, ret in result.curve if step >= 0.9 * reached]
+    assert len(late) >= 2 and result.final_return == pytest.approx(np.mean(late))
 
 
 def test_cpu_name_is_the_model_name_of_cpuinfo_else_the_platforms(tmp_path: Path) -> None:
