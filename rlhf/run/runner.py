@@ -1,8 +1,9 @@
 """Start or resume a run, train it, and stop in one of three ways.
 
-* **finished**: the step budget (or ``--max-minutes``) is spent. The labelling page is told, answers still in flight are
-  accepted for ``--finish-grace`` seconds, the reward is trained once more on every label, and
-  the checkpoint, ``agent.pt``, ``reward_model.pt`` and ``summary.json`` are written.
+* **finished**: the step budget (or ``--max-minutes``) is spent. The labelling page is told,
+  answers still in flight are accepted for ``--finish-grace`` seconds, the reward is trained
+  once more on every label, and the checkpoint, ``agent.pt``, ``reward_model.pt`` and
+  ``summary.json`` are written.
 * **interrupted** (Ctrl-C or SIGTERM): the current iteration ends, a checkpoint and ``agent.pt``
   are written, ``summary.json`` says ``"interrupted": true``, and :class:`RunInterrupted` carries
   the one line that says how to resume (the command line exits 130, or 143 for SIGTERM).
