@@ -232,7 +232,7 @@ def _finish(t: Trainer, phase: Phase, error: str | None = None, checkpoint: bool
             t.status.final(summary, longer)
         close(t.cfg.web.finish_grace)
         clock = ""
-        if _ended_on_time(t):
+        if t.ended_on_time():
             clock = (
                 f" at {flag('max_minutes')} {t.cfg.max_minutes:g} (step {t.progress.env_steps:,}"
                 f" of {t.cfg.total_timesteps:,})"
@@ -241,14 +241,9 @@ def _finish(t: Trainer, phase: Phase, error: str | None = None, checkpoint: bool
     return summary
 
 
-def _ended_on_time(t: Trainer) -> bool:
-    """Did --max-minutes end the run before its steps were spent?"""
-    return t.progress.iteration < t.iterations and t.out_of_time()
-
-
 def _longer(t: Trainer, resume: str) -> str:
     """The command that trains a finished run on, with twice the budget that ended it."""
-    if _ended_on_time(t):
+    if t.ended_on_time():
         return f"{resume} {flag('max_minutes')} {2 * t.cfg.max_minutes:g}"
     return f"{resume} {flag('total_timesteps')} {2 * t.cfg.total_timesteps}"
 

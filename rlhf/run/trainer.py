@@ -97,6 +97,10 @@ class Trainer:
         """Steps to take and time to take them in (checked between iterations)."""
         return self.progress.iteration < self.iterations and not self.out_of_time()
 
+    def ended_on_time(self) -> bool:
+        """Did --max-minutes end the run before its steps were spent?"""
+        return self.progress.iteration < self.iterations and self.out_of_time()
+
     def eta_seconds(self) -> float | None:
         """Wall time left at this session's pace so far (waits for labels included), or to
         --max-minutes when that comes first; None before the first step of the session."""
