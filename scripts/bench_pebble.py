@@ -149,6 +149,16 @@ def _grid(tasks: list[Task], args: argparse.Namespace, out: Path) -> list[Job]:
     ]  # fmt: skip
 
 
+def _kept(args: argparse.Namespace) -> str:
+    """What a stopped grid leaves, for the line it ends with."""
+    if args.out is None:
+        return "nothing is kept without --out"
+    return (
+        f"finished runs are in {args.out} and stopped ones wrote a checkpoint there:"
+        " the same command goes on"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -226,7 +236,15 @@ def main() -> None:
         todo = [job for job in jobs if job.key not in done]
         print(f"{len(jobs) - len(todo)} of {len(jobs)} runs already in {out}", flush=True)
         ran = (
-            run_jobs(train, todo, num_cpus=args.jobs, describe=lambda r: r.job.key) if todo else []
+            run_jobs(
+                train,
+                todo,
+                num_cpus=args.jobs,
+                describe=lambda r: r.job.key,
+                after_stop=_kept(args),
+            )
+            if todo
+            else []
         )
         # read again: another driver sharing --out may have finished runs of this grid meanwhile
         done = {**load(out), **{r.job.key: r for r in ran}}

@@ -130,7 +130,7 @@ def main() -> None:
     args = parser.parse_args()
     steps, seeds = (10_240, [1]) if args.quick else (args.steps, args.seeds)
     jobs = [(impl, seed, steps) for seed in seeds for impl in ("rlhf", "sb3")]
-    results = run_jobs(_job, jobs, args.jobs, describe=_describe)
+    results = run_jobs(_job, jobs, args.jobs, describe=_describe, after_stop="nothing is kept")
     print(f"{'impl':6} {'seed':>4} {'steps':>8} {'seconds':>8} {'steps/s':>8} {'final return':>13}")
     for r in results:
         print(

@@ -203,6 +203,7 @@ def _run(
             [(job, out, keep) for job in todo],
             parallel,
             describe=lambda r: f"{_described(r.job)}: {r.final_return:.0f}",
+            after_stop=f"finished runs are in {short_path(out)}: the same command runs the rest",
         ):
             done[result.job.key] = result
     return done

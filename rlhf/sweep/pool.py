@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -226,15 +227,23 @@ def run_jobs(
     jobs: Sequence[J],
     num_cpus: int | None = None,
     describe: Callable[[R], str] = str,
+    after_stop: str = "",
 ) -> list[R]:
     """:func:`map_jobs` for scripts: the values in the order of ``jobs``, on a local Ray with
     ``num_cpus`` CPUs (or ``$RAY_ADDRESS``'s cluster).
+
+    A stop (Ctrl-C or SIGTERM) ends the script with exit status 130 and one line on stderr,
+    ``after_stop`` saying what the script kept and how to go on, instead of a traceback.
 
     Raises:
         JobsFailed: a job raised (after every other job ended).
     """
     cpus = None if os.environ.get("RAY_ADDRESS") else num_cpus
-    outcomes = map_jobs(fn, jobs, RayOptions(num_cpus=cpus, dashboard=False), describe)
+    try:
+        outcomes = map_jobs(fn, jobs, RayOptions(num_cpus=cpus, dashboard=False), describe)
+    except KeyboardInterrupt:
+        print(f"stopped{'; ' + after_stop if after_stop else ''}", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
     errors = [o.error for o in outcomes if o.error is not None]
     if errors:
         raise JobsFailed(f"{len(errors)} of {len(jobs)} jobs failed; the first: {errors[0]}")
