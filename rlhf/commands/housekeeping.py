@@ -46,6 +46,8 @@ class RunInfo:
     """Days since anything in the run last changed."""
     sizes: dict[str, int]
     """Bytes per part: videos, checkpoints, tb, labels (the store with its journal), other."""
+    ended_on_time: bool = False
+    """Finished because its --max-minutes ran out before its steps (summary.json)."""
 
     @property
     def answers(self) -> int | None:
@@ -97,6 +99,7 @@ def _info(path: Path, now: float) -> RunInfo:
         reward_accuracy=_number(summary.get("reward_val_accuracy"), float),
         age_days=max(0.0, (now - newest) / DAY),
         sizes=sizes,
+        ended_on_time=status == "finished" and summary.get("ended_on_time") is True,
     )
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 import tyro
 
 from rlhf.commands.housekeeping import CleanRule, RunInfo, clean, human_size, scan, table
-from rlhf.config import ConfigError, command_check
+from rlhf.config import ConfigError, command_check, flag
 from rlhf.config.ranges import at_least
 
 
@@ -74,7 +74,7 @@ def _row(i: RunInfo) -> list[str]:
     return [
         shown_name(i.path),
         i.env_id,
-        i.status,
+        f"{i.status} ({flag('max_minutes')})" if i.ended_on_time else i.status,
         "-" if i.env_steps is None else f"{i.env_steps:,}",
         _answers(i),
         "-" if i.final_return is None else f"{i.final_return:.1f}",

@@ -218,6 +218,8 @@ class Summary:
     """With a target: the mean target return of the last 10 episodes (= final_true_return)."""
     final_env_return: float | None = None
     """With a target: the mean return of the env's own reward over the same episodes."""
+    ended_on_time: bool = False
+    """Finished because ``--max-minutes`` ran out before ``--total-timesteps`` were spent."""
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:

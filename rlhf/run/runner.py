@@ -279,4 +279,5 @@ def _summary(t: Trainer, phase: Phase, error: str | None) -> Summary:
         target=cfg.teacher.target_name,
         final_target_return=p.mean_return if cfg.teacher.target_name else None,
         final_env_return=p.mean_env_return,
+        ended_on_time=phase is Phase.FINISHED and t.ended_on_time(),
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rlhf.cli import main
 from rlhf.config import Config, PPOConfig, QueryConfig, SACConfig
 from rlhf.run.runner import run
 from tests.support.helpers import QUICK_REWARD_FIT
@@ -32,7 +33,7 @@ def _cfg(tmp_path: Path, algo: str) -> Config:
 
 @pytest.mark.parametrize("algo", ["ppo", "sac"])
 def test_a_run_ends_on_the_clock_finished_and_a_resume_without_a_limit_completes_it(
-    tmp_path: Path, algo: str
+    tmp_path: Path, algo: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cfg = _cfg(tmp_path, algo)
     first = run(cfg)
@@ -40,8 +41,18 @@ def test_a_run_ends_on_the_clock_finished_and_a_resume_without_a_limit_completes
     assert first.env_steps <= BATCH < STEPS  # stopped at the first check after the moment
     root = tmp_path / algo
     assert (root / "checkpoints" / "reward_model.pt").is_file()  # finished: the models saved
+    assert _listed(tmp_path, capsys).split()[2:4] == ["finished", "(--max-minutes)"]
 
     second = run(dataclasses.replace(cfg, resume=str(root), max_minutes=0.0))  # 0: no limit
     assert second.env_steps == STEPS and second.sessions == 2
     summary = json.loads((root / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["env_steps"] == STEPS
+    assert _listed(tmp_path, capsys).split()[2:4] == ["finished", f"{STEPS:,}"]  # steps ended it
+
+
+def _listed(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """The run's row in ``rlhf runs list``."""
+    capsys.readouterr()
+    main(["runs", "list", "--runs-dir", str(runs_dir)])
+    _head, row = capsys.readouterr().out.splitlines()
+    return row
