@@ -29,8 +29,8 @@ true reward, and whether the target holds; the headline ratios as the last line.
     .venv/bin/python scripts/bench_pebble.py --env-id Hopper-v5 --target stand --steps 120000 \
         --labels 300 --mistake 0.1 --seed-set report --arms pebble --set max-minutes=30
                                 # at most 30 minutes of training (final: the last tenth of the
-                                # steps reached; the labels follow --steps' schedule, so about
-                                # what 30 minutes hold)
+                                # steps reached; the labels are spread over the steps that the
+                                # minutes hold at the run's pace)
     .venv/bin/python scripts/bench_pebble.py --quick            # smoke check (figures mean nothing)
 
 DeepMind Control needs the dmc extra, which pins mujoco < 4 and so has a venv of its own

@@ -91,8 +91,8 @@ class Config:
     max_minutes: float = 0.0
     """Also end the run after this many minutes of training (every session of a resumed run
     together, waits for labels included), as when its steps are spent; 0: no limit. Where it
-    ends then depends on the machine's speed: summary.json has the steps it reached. Labels are
-    still asked on the schedule of --total-timesteps, so set it to about what the minutes hold."""
+    ends then depends on the machine's speed: summary.json has the steps it reached. The label
+    schedule then spreads its labels over the steps the run reaches in that time at its pace."""
     feedback: Literal["human", "synthetic"] = "human"
     """Where preference labels come from (with --reward learned)."""
     task: str = ""

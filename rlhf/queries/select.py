@@ -123,6 +123,10 @@ class QuerySchedule:
         ahead: labels :meth:`due` may run ahead of the curve when asked to (the agent's steps
             are new to the reward: ``--query.ask-when-new``); later rounds ask nothing until
             the curve has caught up, so the run's total stays the same.
+
+    A run that ``--max-minutes`` will end before ``total_timesteps`` passes :meth:`due` the step
+    it is expected to end at (its ``horizon``): the same curve then spreads the labels over the
+    steps the run will take, and every label is due by its end.
     """
 
     def __init__(
@@ -140,19 +144,27 @@ class QuerySchedule:
         self.total_labels = total_labels
         self.initial = min(total_labels, round(initial_fraction * total_labels))
         self.total_timesteps = total_timesteps
-        self.t_half = min(half_rate_fraction * max(total_timesteps, 1), max_half_rate_steps)
-        if half_rate_steps is not None:
-            self.t_half = float(half_rate_steps)
+        self.half_rate_fraction, self.max_half_rate_steps = half_rate_fraction, max_half_rate_steps
+        self.half_rate_steps = half_rate_steps
+        self.t_half = self._t_half(total_timesteps)
         self.ahead = ahead
 
-    def due(self, env_steps: int, ahead: bool = False) -> int:
+    def _t_half(self, horizon: int) -> float:
+        if self.half_rate_steps is not None:
+            return float(self.half_rate_steps)
+        return min(self.half_rate_fraction * max(horizon, 1), self.max_half_rate_steps)
+
+    def due(self, env_steps: int, ahead: bool = False, horizon: int | None = None) -> int:
         """Labels that should have been requested in total by ``env_steps`` (``ahead``: plus
-        the labels it may run ahead, never more than the total)."""
+        the labels it may run ahead, never more than the total) in a run that ends at step
+        ``horizon`` (None: ``total_timesteps``)."""
         if ahead:
-            return min(self.total_labels, self.due(env_steps) + self.ahead)
-        if env_steps >= self.total_timesteps:
+            return min(self.total_labels, self.due(env_steps, horizon=horizon) + self.ahead)
+        end = self.total_timesteps if horizon is None else min(horizon, self.total_timesteps)
+        if env_steps >= end:
             return self.total_labels
         if env_steps <= 0:
             return self.initial
-        share = math.log1p(env_steps / self.t_half) / math.log1p(self.total_timesteps / self.t_half)
+        t_half = self.t_half if end == self.total_timesteps else self._t_half(end)
+        share = math.log1p(env_steps / t_half) / math.log1p(end / t_half)
         return self.initial + math.floor((self.total_labels - self.initial) * share)

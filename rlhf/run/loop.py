@@ -102,7 +102,7 @@ def preference_round(
     new = q.ask_when_new is not None and steps_are_new(
         p, rollout.raw, q.ask_when_new, t.logger, step
     )
-    due = queries_due(p.schedule, p.store, t.progress.requested, step, new)
+    due = queries_due(p.schedule, p.store, t.progress.requested, step, new, t.horizon())
     if due > 0 and len(p.pool) >= 2:
         n_clips = clips_due(due, cfg.feedback_kind, t.progress.requested)
         model = p.reward if p.reward.trained else None  # no model yet: uniform queries
@@ -152,14 +152,20 @@ def steps_are_new(
 
 
 def queries_due(
-    schedule: QuerySchedule, store: TrainerStore, requested: int, step: int, new: bool = False
+    schedule: QuerySchedule,
+    store: TrainerStore,
+    requested: int,
+    step: int,
+    new: bool = False,
+    horizon: int | None = None,
 ) -> int:
-    """Queries the schedule wants asked now (``new``: up to its lead ahead of the curve).
+    """Queries the schedule wants asked now (``new``: up to its lead ahead of the curve) in a
+    run expected to end at step ``horizon`` (None: its --total-timesteps).
 
     The schedule counts what was answered (or still can be): retired pairs are asked for again,
     fresh. (Failed videos are not: a renderer that always fails would ask forever.)
     """
-    return schedule.due(step, ahead=new) - (requested - store.counts().retired)
+    return schedule.due(step, ahead=new, horizon=horizon) - (requested - store.counts().retired)
 
 
 def clips_due(due: int, kind: str, requested: int) -> int:

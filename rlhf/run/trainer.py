@@ -101,17 +101,36 @@ class Trainer:
         """Did --max-minutes end the run before its steps were spent?"""
         return self.progress.iteration < self.iterations and self.out_of_time()
 
-    def eta_seconds(self) -> float | None:
-        """Wall time left at this session's pace so far (waits for labels included), or to
-        --max-minutes when that comes first; None before the first step of the session."""
+    def _pace(self) -> float | None:
+        """Seconds a step at this session's pace so far (waits for labels included); None
+        before the session's first step."""
         done = self.collector.global_step - self.start_step
-        if done <= 0:
+        return (time.monotonic() - self.started) / done if done > 0 else None
+
+    def _seconds_left(self) -> float:
+        """Time left before --max-minutes (infinite without one)."""
+        if not self.cfg.max_minutes:
+            return float("inf")
+        return max(self.cfg.max_minutes * 60.0 - self.train_seconds(), 0.0)
+
+    def eta_seconds(self) -> float | None:
+        """Wall time left at this session's pace so far, or to --max-minutes when that comes
+        first; None before the first step of the session."""
+        pace = self._pace()
+        if pace is None:
             return None
         left = max(self.cfg.total_timesteps - self.collector.global_step, 0)
-        eta = (time.monotonic() - self.started) / done * left
-        if self.cfg.max_minutes:
-            eta = min(eta, max(self.cfg.max_minutes * 60.0 - self.train_seconds(), 0.0))
-        return eta
+        return min(pace * left, self._seconds_left())
+
+    def horizon(self) -> int:
+        """The step the run is expected to end at: --total-timesteps, or, where --max-minutes
+        comes first at this session's pace, the step it reaches by then. The label schedule
+        spreads its labels over these steps, so every label is asked whichever budget ends it
+        (a run with a time limit asks by the clock: not repeatable step for step)."""
+        total, pace = self.cfg.total_timesteps, self._pace()
+        if not self.cfg.max_minutes or pace is None or pace <= 0:
+            return total
+        return min(total, self.collector.global_step + int(self._seconds_left() / pace))
 
 
 def publish(t: Trainer, phase: Phase, message: str, **extra: object) -> None:

@@ -107,6 +107,15 @@ def test_schedule_halves_its_rate_by_75k_steps_however_long_the_run() -> None:
     assert QuerySchedule(700, 0.25, 1_000_000, half_rate_steps=250_000).t_half == 250_000
 
 
+def test_a_run_ending_early_spreads_its_labels_over_the_steps_it_will_take() -> None:
+    """--max-minutes: the schedule of a run of the horizon's length, every label due there."""
+    long, short = QuerySchedule(200, 0.25, 1_000_000), QuerySchedule(200, 0.25, 120_000)
+    for step in (0, 1_000, 30_000, 60_000, 119_999):
+        assert long.due(step, horizon=120_000) == short.due(step)
+    assert long.due(120_000, horizon=120_000) == 200 > long.due(120_000)
+    assert long.due(30_000, horizon=2_000_000) == long.due(30_000)  # never past its own end
+
+
 @pytest.mark.parametrize(
     "total, fraction, expected_start",
     [(0, 0.25, 0), (10, 1.0, 10), (10, 0.0, 0), (3, 0.5, 2)],

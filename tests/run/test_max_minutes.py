@@ -56,3 +56,18 @@ def _listed(runs_dir: Path, capsys: pytest.CaptureFixture[str]) -> str:
     main(["runs", "list", "--runs-dir", str(runs_dir)])
     _head, row = capsys.readouterr().out.splitlines()
     return row
+
+
+def test_a_run_the_clock_ends_asks_its_labels_by_then(tmp_path: Path) -> None:
+    """Steps for hours, minutes for seconds: the label schedule follows the clock, not the steps
+    the run will never take (at --total-timesteps' schedule it would have asked about 10)."""
+    labels = 40
+    cfg = dataclasses.replace(
+        _cfg(tmp_path, "ppo"),
+        total_timesteps=10_000_000,
+        max_minutes=0.1,
+        query=QueryConfig(total_labels=labels, segment_length=10),
+    )
+    summary = run(cfg)
+    assert summary.ended_on_time and summary.env_steps < 1_000_000
+    assert summary.labels_used >= 0.75 * labels  # the last round's labels may come after it
