@@ -397,7 +397,7 @@ def test_arms_rlhf_runs_no_ppo_and_the_table_has_no_ratio_without_it(
     shutil.copy(every / f"{kept.key}.json", out)
     ran: list[tuple[str, int]] = []
 
-    def fake_run_jobs(fn, work, parallel, describe):
+    def fake_run_jobs(fn, work, parallel, describe, **_):
         for job, _, _ in work:
             ran.append((job.mode, job.seed))
             shutil.copy(every / f"{job.key}.json", out)  # as the run itself saves it
