@@ -91,7 +91,7 @@ class Trainer:
 
     def out_of_time(self) -> bool:
         """Has the run trained for its --max-minutes (never, without one)?"""
-        return 0 < self.cfg.max_minutes * 60.0 <= self.train_seconds()
+        return self._seconds_left() == 0.0
 
     def budget_left(self) -> bool:
         """Steps to take and time to take them in (checked between iterations)."""
