@@ -215,6 +215,8 @@ BAD_TRAIN_FLAGS = [
     ["--init-log-std", "nan"],
     ["--init-log-std", "100"],
     ["--end-margin", "inf"],
+    ["--restart-at", "1"],
+    ["--restart-at", "nan"],
     ["--gamma", "1.5"],
     ["--clip-coef", "inf"],
     ["--max-grad-norm", "nan"],

@@ -24,25 +24,45 @@ class PPOLearner:
     ) -> None:
         self.cfg = cfg
         self.device = device
+        self.sizes = (obs_dim, act_dim, num_envs)
+        self._new_networks()
+        self.obs_norm = ObsNormalizer(obs_dim, enabled=cfg.norm_obs)
+        self.ends_seen = False  # has an episode ended early (a termination) in this run?
+        self.restarted_at: float | None = None
+        """The share of the run done when the policy started again (--ppo.restart-at); None:
+        not yet."""
+
+    def _new_networks(self) -> None:
+        """Fresh policy and value weights, their optimiser and the reward scaler."""
+        obs_dim, act_dim, num_envs = self.sizes
+        cfg = self.cfg
         log_std = 0.0 if cfg.init_log_std is None else cfg.init_log_std  # None: not preset
-        self.agent = ActorCritic(obs_dim, act_dim, cfg.hidden_size, log_std).to(device)
+        self.agent = ActorCritic(obs_dim, act_dim, cfg.hidden_size, log_std).to(self.device)
         self.agent.floor_std(cfg.min_std)  # --min-std above --init-log-std: the floor
         # fused: one kernel for all parameters; on these small nets the per-tensor loop dominates.
         self.optimizer = torch.optim.Adam(
             self.agent.parameters(), lr=cfg.learning_rate, eps=1e-5, fused=True
         )
-        self.obs_norm = ObsNormalizer(obs_dim, enabled=cfg.norm_obs)
         self.reward_scaler = RewardScaler(num_envs, cfg.gamma, enabled=cfg.norm_reward)
-        self.ends_seen = False  # has an episode ended early (a termination) in this run?
+
+    def restart(self, fraction_done: float) -> None:
+        """Start the policy and its value again from new weights (--ppo.restart-at), with a
+        new optimiser and reward scale, and anneal the learning rate over what is left of the
+        run. The observation statistics stay: they describe the env, not the policy, and the
+        collector shares them."""
+        self._new_networks()
+        self.restarted_at = fraction_done
 
     def actor(self) -> NumpyActor:
         """A numpy snapshot of the current policy for the next rollout."""
         return NumpyActor(self.agent)
 
     def set_progress(self, fraction_done: float) -> None:
-        """Anneal the learning rate linearly to 0 (CleanRL's schedule) if enabled."""
+        """Anneal the learning rate linearly to 0 (CleanRL's schedule) if enabled; after a
+        restart, from the full rate at the restart to 0 at the end."""
         if self.cfg.anneal_lr:
-            lr = (1.0 - fraction_done) * self.cfg.learning_rate
+            start = self.restarted_at or 0.0
+            lr = (1.0 - fraction_done) / (1.0 - start) * self.cfg.learning_rate
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
 
@@ -122,6 +142,7 @@ class PPOLearner:
             "obs_rms": self.obs_norm.rms.state_dict(),
             "reward_rms": self.reward_scaler.rms.state_dict(),
             "ends_seen": self.ends_seen,
+            "restarted_at": self.restarted_at,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -130,3 +151,4 @@ class PPOLearner:
         self.obs_norm.load_state_dict(state["obs_rms"])
         self.reward_scaler.rms.load_state_dict(state["reward_rms"])
         self.ends_seen = bool(state.get("ends_seen", False))  # older checkpoints: not kept
+        self.restarted_at = state.get("restarted_at")  # older checkpoints: never restarted

@@ -47,6 +47,12 @@ class PPOConfig:
     from there. For a run whose learned reward drives the noise to nothing
     (TensorBoard: losses/action_std_min); not a default, as it did not hold on held-out seeds
     (measured: docs/results/few-labels.md)."""
+    restart_at: float = 0.0
+    """With a learned reward: once this share of --total-timesteps is done, the policy and its
+    value start again from new weights (the learning rate anneals anew over the steps left)
+    and learn from the reward as it stands then, while the labels go on. A policy shaped by the
+    first rounds' reward keeps what that reward got wrong after the reward has learned better
+    (measured: docs/results/few-labels.md). 0: never."""
     vf_coef: float = 0.5
     """Value loss coefficient."""
     max_grad_norm: float = 0.5
@@ -90,6 +96,7 @@ class PPOConfig:
         at_least(check, "ppo.ent_coef", self.ent_coef, 0, 10.0)
         # above 10 a policy's actions would be noise on any env's [-1, 1] box
         at_least(check, "ppo.min_std", self.min_std, 0, 10.0)
+        within(check, "ppo.restart_at", self.restart_at, 0, 1, "[)")
         at_least(check, "ppo.vf_coef", self.vf_coef, 0, 100.0)
         above(check, "ppo.max_grad_norm", self.max_grad_norm, 0, 1e6)
         above(check, "ppo.target_kl", self.target_kl, 0, 100.0)

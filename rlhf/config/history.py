@@ -36,6 +36,7 @@ what :data:`rlhf.run.config_file.LEGACY_REQUIRED` lists for sure; the rest keep 
 
 SINCE_SCHEMA_1: tuple[tuple[str, str, Any], ...] = (
     ("ppo", "min_std", 0.0),  # no floor on the policy's noise
+    ("ppo", "restart_at", 0.0),  # the policy never restarted
     ("query", "ask_when_new", None),  # labels by the schedule alone
     ("query", "ask_ahead", 0.1),  # read only with --query.ask-when-new
     ("reward_model", "explore_bonus", 0.0),  # no RUNE bonus

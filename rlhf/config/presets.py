@@ -123,13 +123,21 @@ def learned_end(cfg: Config) -> bool:
 def idle_settings(cfg: Config) -> list[str]:
     """One line for each setting given that this run has nothing to apply to (accepted, so a
     sweep may set it across algorithms, but never silently)."""
+    idle = []
     margin = cfg.ppo.end_margin
-    if margin is None or margin == 0 or learned_end(cfg):
-        return []
-    return [
-        f"{flag('ppo.end_margin')} {margin:g} does nothing here: it moves the end of an episode"
-        f" that PPO learns with {flag('reward')} learned and {flag('terminations')} absorbing"
-    ]
+    if margin is not None and margin != 0 and not learned_end(cfg):
+        idle.append(
+            f"{flag('ppo.end_margin')} {margin:g} does nothing here: it moves the end of an"
+            f" episode that PPO learns with {flag('reward')} learned and {flag('terminations')}"
+            " absorbing"
+        )
+    if cfg.ppo.restart_at and not (cfg.algo == "ppo" and learns_reward(cfg)):
+        idle.append(
+            f"{flag('ppo.restart_at')} {cfg.ppo.restart_at:g} does nothing here: it restarts"
+            f" PPO's policy while a reward is learned from labels ({flag('algo')} ppo,"
+            f" {flag('reward')} learned, no {flag('reward_model_file')})"
+        )
+    return idle
 
 
 RUN_FILLED_REWARD = ("min_epoch_steps", "output_init", "val_fraction", "max_epochs")

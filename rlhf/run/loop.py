@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from rlhf.agent.collector import PolicyRollout
-from rlhf.config import QueryConfig
+from rlhf.config import QueryConfig, flag
 from rlhf.core.status import Phase
 from rlhf.core.types import Pair, RolloutBatch, Segment
 from rlhf.data.seed_labels import imported_pairs
@@ -52,6 +52,7 @@ def train(t: Trainer) -> None:
     """Run PPO iterations until the steps (or --max-minutes) are spent or a stop is requested."""
     while t.budget_left() and not t.stop.requested:
         iteration = t.progress.iteration + 1
+        restart_policy(t, (iteration - 1) / t.iterations)
         t.agent.set_progress((iteration - 1) / t.iterations)
         rollout = t.collector.collect(t.agent.actor(), t.cfg.ppo.num_steps, t.rngs["policy"])
         check_rollout(t.cfg, t.run_dir, rollout, t.collector.global_step)
@@ -69,6 +70,21 @@ def train(t: Trainer) -> None:
         record_iteration(t, rollout, stats)
         if t.clock.due(t.progress.iteration) and not t.stop.requested:
             write_checkpoint(t)
+
+
+def restart_policy(t: Trainer, fraction_done: float) -> None:
+    """--ppo.restart-at: once, when that share of the run is done, the policy starts again from
+    new weights and learns from the reward as the labels have made it so far."""
+    share = t.cfg.ppo.restart_at
+    if t.prefs is None or not share or fraction_done < share or t.agent.restarted_at is not None:
+        return
+    t.agent.restart(fraction_done)
+    step = t.collector.global_step
+    t.logger.scalar("charts/policy_restarted", 1.0, step)
+    t.logger.message(
+        f"step {step}: the policy starts again from new weights ({flag('ppo.restart_at')}"
+        f" {share:g}); the reward and its labels go on"
+    )
 
 
 def learned_rewards(

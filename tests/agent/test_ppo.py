@@ -213,3 +213,29 @@ def test_min_std_floors_the_action_noise_and_lets_it_rise() -> None:
     # a floor above the starting noise lifts it to the floor from the first rollout
     learner = PPOLearner(5, 4, 1, PPOConfig(init_log_std=-3.0, min_std=0.2), torch.device("cpu"))
     assert np.allclose(learner.actor().std, 0.2)
+
+
+def test_a_restart_draws_new_weights_and_anneals_the_rate_over_what_is_left() -> None:
+    """--ppo.restart-at: new policy, value, optimiser state and reward scale; the observation
+    statistics (shared with the collector) stay; the learning rate starts again at its full
+    value and reaches 0 at the end of the run; a checkpoint keeps when it happened."""
+    learner = _after_one_update("Hopper-v5", "zero", 0.0, 0.0)
+    rate = learner.cfg.learning_rate
+    norm, seen = learner.obs_norm, learner.obs_norm.rms.count
+    probe = np.ones((1, 11), np.float32)
+    before, scaled = learner.actor().mean(probe), learner.reward_scaler.rms.count
+    assert learner.optimizer.state and scaled > 1 and seen > 1
+    learner.set_progress(0.4)
+    assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(0.6 * rate)
+    learner.restart(0.4)
+    assert not np.allclose(before, learner.actor().mean(probe))
+    assert not learner.optimizer.state and learner.reward_scaler.rms.count < 1
+    assert learner.obs_norm is norm and norm.rms.count == seen
+    for done, share in ((0.4, 1.0), (0.7, 0.5), (1.0, 0.0)):
+        learner.set_progress(done)
+        assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(share * rate)
+    resumed = PPOLearner(11, 3, 1, learner.cfg, torch.device("cpu"))
+    resumed.load_state_dict(learner.state_dict())
+    assert resumed.restarted_at == pytest.approx(0.4)
+    resumed.set_progress(0.7)
+    assert resumed.optimizer.param_groups[0]["lr"] == pytest.approx(0.5 * rate)

@@ -241,3 +241,19 @@ def test_a_trainer_built_without_a_preset_takes_the_general_query_settings() -> 
     assert (filled.pool_size, filled.selection) == (9, DEFAULT.selection)
     resolved, _ = with_preset(Config(env_id="Swimmer-v5", algo="sac"))
     assert general_queries(resolved.query) == resolved.query  # a run's stays
+
+
+@pytest.mark.parametrize(
+    ("overrides", "idle"),
+    [
+        ({}, False),  # PPO learning a reward from labels: the policy restarts
+        ({"reward": "env"}, True),
+        ({"algo": "sac"}, True),
+        ({"reward_model_file": "saved.pt"}, True),  # a saved reward never changes
+    ],
+)
+def test_a_restart_given_where_it_does_nothing_says_so(overrides: dict, idle: bool) -> None:
+    cfg = Config(env_id="Hopper-v5", **{"ppo": PPOConfig(restart_at=0.5), **overrides})
+    lines = [line for line in idle_settings(cfg) if "restart" in line]
+    assert bool(lines) == idle
+    assert all(line.startswith("--restart-at 0.5 does nothing here") for line in lines)

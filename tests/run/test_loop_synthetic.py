@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -103,3 +104,24 @@ def test_a_run_asks_ahead_while_its_steps_are_new_and_spends_the_same_budget(
     assert (requested[second] == min(40, schedule.due(second) + 10)) is early
     assert requested[max(requested)] == 40
     assert ("labels/new_share" in acc.Tags()["scalars"]) is early
+
+
+@pytest.mark.parametrize("reward", ["learned", "env"])
+def test_the_policy_restarts_once_where_a_reward_is_learned(tmp_path: Path, reward: str) -> None:
+    """--ppo.restart-at 0.5 over four iterations: the policy starts again before the third,
+    once, with the labels still coming (the label budget is spent in full); on the env's reward
+    it never does (nothing about that reward changes)."""
+    base = _cfg(tmp_path, reward, steps=2048, labels=40, reward=reward)
+    cfg = replace(base, ppo=replace(base.ppo, restart_at=0.5))
+    run(cfg)
+    acc = EventAccumulator(str(tmp_path / reward / "tb"))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    if reward == "env":
+        assert "charts/policy_restarted" not in tags
+        return
+    assert [e.step for e in acc.Scalars("charts/policy_restarted")] == [1024]
+    assert LabelStore(tmp_path / reward / "labels.sqlite").counts().labelled == 40
+    lrs = {e.step: e.value for e in acc.Scalars("charts/learning_rate")}
+    # the third iteration learns at the full rate again, the fourth at half of it
+    assert [lrs[1536], lrs[2048]] == pytest.approx([1.0, 0.5] * np.array(cfg.ppo.learning_rate))
