@@ -50,9 +50,9 @@ class PPOConfig:
     restart_at: float = 0.0
     """With a learned reward: once this share of --total-timesteps is done, the policy and its
     value start again from new weights (the learning rate anneals anew over the steps left)
-    and learn from the reward as it stands then, while the labels go on. A policy shaped by the
-    first rounds' reward keeps what that reward got wrong after the reward has learned better
-    (measured: docs/results/few-labels.md). 0: never."""
+    and learn from the reward as it stands then, while the labels go on: for a run whose agent
+    stays with what the first rounds' reward taught it. Not a default, as it did not hold on
+    held-out seeds (measured: docs/results/few-labels.md). 0: never."""
     vf_coef: float = 0.5
     """Value loss coefficient."""
     max_grad_norm: float = 0.5
