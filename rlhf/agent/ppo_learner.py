@@ -29,7 +29,7 @@ class PPOLearner:
         self.obs_norm = ObsNormalizer(obs_dim, enabled=cfg.norm_obs)
         self.ends_seen = False  # has an episode ended early (a termination) in this run?
         self.restarted_at: float | None = None
-        """The share of the run done when the policy started again (--ppo.restart-at); None:
+        """The share of the run done when the policy started again (--restart-at); None:
         not yet."""
 
     def _new_networks(self) -> None:
@@ -46,7 +46,7 @@ class PPOLearner:
         self.reward_scaler = RewardScaler(num_envs, cfg.gamma, enabled=cfg.norm_reward)
 
     def restart(self, fraction_done: float) -> None:
-        """Start the policy and its value again from new weights (--ppo.restart-at), with a
+        """Start the policy and its value again from new weights (--restart-at), with a
         new optimiser and reward scale, and anneal the learning rate over what is left of the
         run. The observation statistics stay: they describe the env, not the policy, and the
         collector shares them."""

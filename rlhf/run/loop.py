@@ -73,7 +73,7 @@ def train(t: Trainer) -> None:
 
 
 def restart_policy(t: Trainer, fraction_done: float) -> None:
-    """--ppo.restart-at: once, when that share of the run is done, the policy starts again from
+    """--restart-at: once, when that share of the run is done, the policy starts again from
     new weights and learns from the reward as the labels have made it so far."""
     share = t.cfg.ppo.restart_at
     if t.prefs is None or not share or fraction_done < share or t.agent.restarted_at is not None:

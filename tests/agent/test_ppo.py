@@ -216,7 +216,7 @@ def test_min_std_floors_the_action_noise_and_lets_it_rise() -> None:
 
 
 def test_a_restart_draws_new_weights_and_anneals_the_rate_over_what_is_left() -> None:
-    """--ppo.restart-at: new policy, value, optimiser state and reward scale; the observation
+    """--restart-at: new policy, value, optimiser state and reward scale; the observation
     statistics (shared with the collector) stay; the learning rate starts again at its full
     value and reaches 0 at the end of the run; a checkpoint keeps when it happened."""
     learner = _after_one_update("Hopper-v5", "zero", 0.0, 0.0)

@@ -108,7 +108,7 @@ def test_a_run_asks_ahead_while_its_steps_are_new_and_spends_the_same_budget(
 
 @pytest.mark.parametrize("reward", ["learned", "env"])
 def test_the_policy_restarts_once_where_a_reward_is_learned(tmp_path: Path, reward: str) -> None:
-    """--ppo.restart-at 0.5 over four iterations: the policy starts again before the third,
+    """--restart-at 0.5 over four iterations: the policy starts again before the third,
     once, with the labels still coming (the label budget is spent in full); on the env's reward
     it never does (nothing about that reward changes)."""
     base = _cfg(tmp_path, reward, steps=2048, labels=40, reward=reward)
