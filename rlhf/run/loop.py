@@ -4,11 +4,10 @@ Each PPO iteration (:func:`train`):
 
 1. collect a rollout with the current policy;
 2. with a learned reward (:func:`preference_round`): cut the rollout into segments for the pool
-   (:func:`add_segments`), ask the schedule how many queries are due (:func:`queries_due`),
-   select the pairs the ensemble disagrees on most (:func:`select_queries`), hand them to the
-   feedback source (:func:`request_feedback`), read the labels from the store and retrain the
-   ensemble when they grew (:func:`fit_reward`); then score the rollout with it
-   (:func:`score_rollout`);
+   (:func:`add_segments`), ask the schedule how many queries are due, select the pairs the
+   ensemble disagrees on most and hand them to the feedback source (those stages are
+   :mod:`rlhf.run.asking`), read the labels from the store and retrain the ensemble when they
+   grew (:func:`fit_reward`); then score the rollout with it (:func:`score_rollout`);
 3. update PPO on those rewards (it never learns where they come from);
 4. log, and write a checkpoint when one is due.
 
@@ -27,16 +26,21 @@ import time
 import numpy as np
 
 from rlhf.agent.collector import PolicyRollout
-from rlhf.config import QueryConfig, flag
+from rlhf.config import flag
 from rlhf.core.status import Phase
 from rlhf.core.types import Pair, RolloutBatch, Segment
-from rlhf.data.seed_labels import imported_pairs
-from rlhf.feedback.sources import FeedbackSource
 from rlhf.queries.segments import SegmentPool, cut_segments
-from rlhf.queries.select import QuerySchedule, select_clips, select_pairs
 from rlhf.reward.learner import RewardLearner
 from rlhf.reward.train import TrainStats
 from rlhf.run import agent_view as view
+from rlhf.run.asking import (
+    clips_due,
+    first_labels_needed,
+    queries_due,
+    request_feedback,
+    select_queries,
+    steps_are_new,
+)
 from rlhf.run.health import check_agent, check_rollout
 from rlhf.run.logger import Logger
 from rlhf.run.pacing import retire_stale_pairs
@@ -44,7 +48,6 @@ from rlhf.run.preferences import Preferences
 from rlhf.run.report import log_iteration, log_labels, log_ranking, log_reward_quality
 from rlhf.run.trainer import RewardFn, Trainer, publish, write_checkpoint
 from rlhf.run.waits import refuse_without_segments, wait_for_labels, wait_for_schedule
-from rlhf.store.protocols import TrainerStore
 
 
 # -- the algorithm ------------------------------------------------------------------------------
@@ -156,69 +159,6 @@ def add_segments(
     return segments
 
 
-def steps_are_new(
-    p: Preferences, raw: RolloutBatch, threshold: float, logger: Logger, step: int
-) -> bool:
-    """--query.ask-when-new: whether more than ``threshold`` of the rollout's steps lie outside
-    the labelled steps' range (logged as labels/new_share); False before the first label."""
-    share = p.new_share(raw)
-    if share is not None:
-        logger.scalar("labels/new_share", share, step)
-    return share is not None and share > threshold
-
-
-def queries_due(
-    schedule: QuerySchedule,
-    store: TrainerStore,
-    requested: int,
-    step: int,
-    new: bool = False,
-    horizon: int | None = None,
-) -> int:
-    """Queries the schedule wants asked now (``new``: up to its lead ahead of the curve) in a
-    run expected to end at step ``horizon`` (None: its --total-timesteps).
-
-    The schedule counts what was answered (or still can be): retired pairs are asked for again,
-    fresh. (Failed videos are not: a renderer that always fails would ask forever.)
-    """
-    return schedule.due(step, ahead=new, horizon=horizon) - (requested - store.counts().retired)
-
-
-def clips_due(due: int, kind: str, requested: int) -> int:
-    """Of ``due`` queries, the clips to grade: none (pairs), all (ratings), or (both) every
-    other query, so a person sees them mixed."""
-    return {"pairs": 0, "ratings": due}.get(kind, (due + requested % 2) // 2)
-
-
-def select_queries(
-    pool: SegmentPool,
-    ensemble: RewardLearner | None,
-    q: QueryConfig,
-    rng: np.random.Generator,
-    n_pairs: int,
-    n_clips: int,
-) -> tuple[list[Pair], list[Segment]]:
-    """The ``n_pairs`` pairs to compare and ``n_clips`` clips to grade that ``ensemble`` (None:
-    no model yet, uniform) knows least about, by ``--query.selection``."""
-    pairs = select_pairs(pool.segments(), n_pairs, q.selection, ensemble, q.oversample, rng)
-    clips = select_clips(pool.segments(), n_clips, q.selection, ensemble, q.oversample, rng)
-    return pairs, clips
-
-
-def request_feedback(
-    feedback: FeedbackSource, pairs: list[Pair], clips: list[Segment], kind: str, iteration: int
-) -> int:
-    """Hand the queries to the feedback source (with ``--feedback-kind both``, one pair and one
-    clip in turn, so a person sees them mixed); returns how many were asked."""
-    step = 1 if kind == "both" else max(len(pairs), len(clips))
-    for i in range(0, max(len(pairs), len(clips)), step):
-        if pairs[i : i + step]:
-            feedback.request(pairs[i : i + step], iteration)
-        if clips[i : i + step]:
-            feedback.request_ratings(clips[i : i + step], iteration)
-    return len(pairs) + len(clips)
-
-
 def replayed_pairs(t: Trainer, p: Preferences, n: int) -> list[Pair]:
     """round(--query.replay-share x n) of the ``n`` pairs asked now, replayed from recorded
     states with the current policy (:mod:`rlhf.queries.replayed`)."""
@@ -238,16 +178,6 @@ def replayed_pairs(t: Trainer, p: Preferences, n: int) -> list[Pair]:
     t.progress.replay_steps += t.replayer.steps - before
     t.logger.scalar("labels/replay_steps", t.progress.replay_steps, t.collector.global_step)
     return pairs
-
-
-def first_labels_needed(requested: int, schedule: QuerySchedule, store: TrainerStore) -> int:
-    """``--feedback-wait``: the labels PPO waits for, the initial share of those requested.
-
-    Every answer counts, skips included: a person who skips the first pairs must not leave the
-    trainer waiting for pairs it will never ask for (with no usable label yet, PPO waits another
-    iteration and the next pairs are requested then). Nothing requested yet: nothing to wait for.
-    """
-    return min(requested, schedule.due(0)) + imported_pairs(store)
 
 
 def fit_reward(p: Preferences, rng: np.random.Generator, final: bool = False) -> TrainStats | None:
