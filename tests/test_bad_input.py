@@ -201,6 +201,8 @@ BAD_TRAIN_FLAGS = [
     ["--query.pool-size", "10000000000000"],
     ["--query.oversample", "0"],
     ["--query.replay-share", "2"],
+    ["--query.ask-until", "0"],
+    ["--query.ask-until", "1.5"],
     ["--teacher.beta", "nan"],
     ["--teacher.beta", "-inf"],
     ["--teacher.mistake", "1.5"],

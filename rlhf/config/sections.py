@@ -194,6 +194,11 @@ class QueryConfig:
     (measured: docs/results/few-labels.md)."""
     ask_ahead: float = 0.1
     """Share of --query.total-labels that --query.ask-when-new may ask ahead of the schedule."""
+    ask_until: float = 1.0
+    """Share of --total-timesteps by which every label has been asked: the schedule's curve
+    compressed into that part of the run, after which the reward no longer changes (1: spread
+    over the whole run). With --restart-at at the same share, the new policy learns from a
+    fixed reward, as PPO from new weights on a saved one."""
 
     def validate(self, check: Check = check_setting) -> None:
         at_least(check, "query.total_labels", self.total_labels, 0, 10**7)
@@ -208,6 +213,7 @@ class QueryConfig:
         within(check, "query.replay_share", self.replay_share, 0, 1, "[]")
         within(check, "query.ask_when_new", self.ask_when_new, 0, 1, "[]")
         within(check, "query.ask_ahead", self.ask_ahead, 0, 1, "[]")
+        within(check, "query.ask_until", self.ask_until, 0, 1, "(]")
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,7 @@ def preference_round(
     new = q.ask_when_new is not None and steps_are_new(
         p, rollout.raw, q.ask_when_new, t.logger, step
     )
-    due = queries_due(p.schedule, p.store, t.progress.requested, step, new, t.horizon())
+    due = queries_due(p.schedule, p.store, t.progress.requested, step, new, t.label_horizon())
     if due > 0 and len(p.pool) >= 2:
         n_clips = clips_due(due, cfg.feedback_kind, t.progress.requested)
         model = p.reward if p.reward.trained else None  # no model yet: uniform queries

@@ -132,6 +132,12 @@ class Trainer:
             return total
         return min(total, self.collector.global_step + int(self._seconds_left() / pace))
 
+    def label_horizon(self) -> int:
+        """The step by which every label is asked: :meth:`horizon`, or the --query.ask-until
+        share of --total-timesteps where that comes first."""
+        until = max(1, round(self.cfg.query.ask_until * self.cfg.total_timesteps))
+        return min(self.horizon(), until)
+
 
 def publish(t: Trainer, phase: Phase, message: str, **extra: object) -> None:
     """Write the trainer status where the labelling page reads it (runs with a store only)."""

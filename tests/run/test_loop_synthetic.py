@@ -106,6 +106,22 @@ def test_a_run_asks_ahead_while_its_steps_are_new_and_spends_the_same_budget(
     assert ("labels/new_share" in acc.Tags()["scalars"]) is early
 
 
+@pytest.mark.parametrize("until", [0.5, 1.0])
+def test_every_label_is_asked_by_the_share_ask_until_names(tmp_path: Path, until: float) -> None:
+    """--query.ask-until 0.5 over four iterations: the whole budget is asked by the second
+    (step 1024), and the reward is fitted for the last time then, so the rest of the run learns
+    from a reward that no longer changes; at 1 the labels are spread over the whole run."""
+    base = _cfg(tmp_path, "run", steps=2048, labels=40)
+    run(replace(base, query=replace(base.query, ask_until=until)))
+    acc = EventAccumulator(str(tmp_path / "run" / "tb"))
+    acc.Reload()
+    requested = {e.step: e.value for e in acc.Scalars("labels/requested")}
+    fitted = [e.step for e in acc.Scalars("labels/used")]
+    assert requested[max(requested)] == 40
+    assert (requested.get(1024) == 40) is (until == 0.5)
+    assert (max(fitted) <= 1024) is (until == 0.5)
+
+
 @pytest.mark.parametrize("reward", ["learned", "env"])
 def test_the_policy_restarts_once_where_a_reward_is_learned(tmp_path: Path, reward: str) -> None:
     """--restart-at 0.5 over four iterations: the policy starts again before the third,
