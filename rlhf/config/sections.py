@@ -198,7 +198,8 @@ class QueryConfig:
     """Share of --total-timesteps by which every label has been asked: the schedule's curve
     compressed into that part of the run, after which the reward no longer changes (1: spread
     over the whole run). With --restart-at at the same share, the new policy learns from a
-    fixed reward, as PPO from new weights on a saved one."""
+    fixed reward, as PPO from new weights on a saved one. Not a default: the late answers, from
+    a policy that has learned, were worth more (measured: docs/results/few-labels.md)."""
 
     def validate(self, check: Check = check_setting) -> None:
         at_least(check, "query.total_labels", self.total_labels, 0, 10**7)
