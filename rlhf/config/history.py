@@ -39,6 +39,7 @@ SINCE_SCHEMA_1: tuple[tuple[str, str, Any], ...] = (
     ("ppo", "restart_at", 0.0),  # the policy never restarted
     ("query", "ask_when_new", None),  # labels by the schedule alone
     ("query", "ask_ahead", 0.1),  # read only with --query.ask-when-new
+    ("query", "ask_until", 1.0),  # labels spread over the whole run
     ("reward_model", "explore_bonus", 0.0),  # no RUNE bonus
     ("reward_model", "explore_half_life", 100_000),  # read only with the bonus
     ("reward_model", "input_sparsity", 0.0),
