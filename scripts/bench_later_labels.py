@@ -13,7 +13,7 @@ Two arms fit the same labels: the run's own reward settings, and the same with `
 reward_model.KEY=VALUE`` (any ``--reward-model.*`` setting of rlhf train). One round from new
 members, ``--n-seeds`` times, where a run warm-starts round after round; a setting that does
 better here still has to be run (``scripts/bench_rlhf.py``). A minute a run instead of hours:
-a screen for settings of the learned reward (docs/results/few-labels.md).
+a screen for settings of the learned reward (docs/results/few-labels-reward.md).
 
     .venv/bin/python scripts/bench_later_labels.py runs/bench/runs/* --set reward_model.weight_decay=0
     .venv/bin/python scripts/bench_later_labels.py RUN --first 0.8 --set reward_model.ensemble_size=5

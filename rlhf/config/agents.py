@@ -46,13 +46,13 @@ class PPOConfig:
     step the log-std is put back to at least log(min_std), so its gradient still moves it up
     from there. For a run whose learned reward drives the noise to nothing
     (TensorBoard: losses/action_std_min); not a default, as it did not hold on held-out seeds
-    (measured: docs/results/few-labels.md)."""
+    (measured: docs/results/few-labels-learner.md)."""
     restart_at: float = 0.0
     """With a learned reward: once this share of --total-timesteps is done, the policy and its
     value start again from new weights (the learning rate anneals anew over the steps left)
     and learn from the reward as it stands then, while the labels go on: for a run whose agent
     stays with what the first rounds' reward taught it. Not a default, as it did not hold on
-    held-out seeds (measured: docs/results/few-labels.md). 0: never."""
+    held-out seeds (measured: docs/results/few-labels-learner.md). 0: never."""
     vf_coef: float = 0.5
     """Value loss coefficient."""
     max_grad_norm: float = 0.5

@@ -67,7 +67,7 @@ PRESETS: dict[str, Preset] = {
         replay_share=0.0,
         **_FLAT_START,
         why="its first rounds, on the untrained policy's alike segments, stopped near chance"
-        " (measured with 200 labels, 10% wrong: docs/results/few-labels.md)",
+        " (measured with 200 labels, 10% wrong: docs/results/few-labels-reward.md)",
     ),
     "Ant": Preset(
         init_log_std=-1.0,

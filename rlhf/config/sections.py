@@ -40,7 +40,7 @@ class RewardConfig:
     reward usually depends on a few quantities (a speed, a height, the effort of the actions);
     with a few hundred answers and many inputs (Ant: 113), a member otherwise spreads its weight
     over inputs that only happened to vary with the answers (0: off; measured, not the default:
-    docs/results/few-labels.md)."""
+    docs/results/few-labels-reward.md)."""
     dropout: float = 0.0
     """Dropout probability in training (prediction always runs in eval mode)."""
     batch_size: int = 64
@@ -96,14 +96,14 @@ class RewardConfig:
     observation); elsewhere the whole observation. observation: all of it. The policy sees the
     whole observation either way. A reward that reads contact forces from a few hundred labels
     pays for what they happen to correlate with, not for the motion a person judged
-    (measured: docs/results/few-labels.md)."""
+    (measured: docs/results/few-labels-reward.md)."""
     explore_bonus: float = 0.0
     """RUNE (Liang et al. 2022): the agent is paid this many times the members' disagreement (the
     std of their standardised rewards) on top of their mean, so it tries what the labels leave
     open and the next queries can settle it. Try it where a first reward sends seeds the wrong
     way for good (it kept HalfCheetah's seeds from running backwards, but did not lift the five
     tasks as a whole). Negative: caution instead, the agent is paid less where the members
-    disagree. 0: off (measured: docs/results/few-labels.md)."""
+    disagree. 0: off (measured: docs/results/few-labels-learner.md)."""
     explore_half_life: int = 100_000
     """Env steps after which the bonus of --reward-model.explore-bonus has halved."""
     restart_below: float = 0.0
@@ -112,14 +112,15 @@ class RewardConfig:
     logged as reward/fresh_accuracy. Below this share, on at least 10 new labels, the members
     start the round from new weights instead of the last round's: a reward that misorders the
     agent's own behaviour is fitted again from scratch rather than patched. 0: never (measured,
-    and not kept: docs/results/few-labels.md)."""
+    and not kept: docs/results/few-labels-queries.md)."""
 
     self_predict: float = 0.0
     """REED-like (Metcalf et al. 2023): each gradient step of a round also trains the members'
     hidden layers to predict the next observation from the steps in the query pool (the agent's
     recent behaviour, labelled or not), with this weight on that loss; so the features the
     reward is built from follow the dynamics rather than whatever fits a few hundred answers.
-    Runs only (rlhf reward fits labels alone). 0: off (measured: docs/results/few-labels.md)."""
+    Runs only (rlhf reward fits labels alone). 0: off (measured:
+    docs/results/few-labels-behaviours.md)."""
 
     def validate(self, check: Check = check_setting) -> None:
         at_least(check, "reward_model.ensemble_size", self.ensemble_size, 1, 100)
@@ -191,7 +192,7 @@ class QueryConfig:
     from later rounds) while more than this share of a rollout's steps have some reward input
     outside the central 99% of the labelled steps' (rlhf/queries/novelty.py): the reward only
     guesses about behaviour its labels never showed. Default: off, ask by the schedule alone
-    (measured: docs/results/few-labels.md)."""
+    (measured: docs/results/few-labels-behaviours.md)."""
     ask_ahead: float = 0.1
     """Share of --query.total-labels that --query.ask-when-new may ask ahead of the schedule."""
     ask_until: float = 1.0
@@ -199,7 +200,7 @@ class QueryConfig:
     compressed into that part of the run, after which the reward no longer changes (1: spread
     over the whole run). With --restart-at at the same share, the new policy learns from a
     fixed reward, as PPO from new weights on a saved one. Not a default: the late answers, from
-    a policy that has learned, were worth more (measured: docs/results/few-labels.md)."""
+    a policy that has learned, were worth more (measured: docs/results/few-labels-learner.md)."""
 
     def validate(self, check: Check = check_setting) -> None:
         at_least(check, "query.total_labels", self.total_labels, 0, 10**7)

@@ -43,7 +43,7 @@ reads as the number of steps of the perfect behaviour. Two things hold by constr
   this one paid ``(1 + F + C) * alive`` (F, C: the most the behaviour's terms and the control
   cost could take away in a step) plus unbounded behaviour terms; on Hopper ``backward`` that
   was 11 a step for standing, and true-reward PPO learned exactly that
-  (docs/results/few-labels.md).
+  (docs/results/few-labels-behaviours.md).
 
 ``backflip`` has no ``alive``: a flip leaves the healthy range (Hopper's pitch must stay within
 0.2 rad), so it would pay the robot not to flip; it is taught with ``--terminations

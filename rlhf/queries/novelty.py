@@ -1,11 +1,11 @@
 """How much of what the agent does now lies outside what the labelled clips showed.
 
 A reward fitted on the first labels orders the agent's later behaviour at about chance where
-that behaviour is new to it (docs/results/few-labels.md, "later pairs"): the reward is a guess
-there, and PPO optimises the guess. :func:`new_share` measures "new" without any answer: the
-share of a rollout's steps with some reward input (observation, and action when the reward sees
-it) outside the central range of the labelled steps' inputs. ``--query.ask-when-new`` asks for
-labels ahead of the schedule while that share is high.
+that behaviour is new to it (docs/results/few-labels-behaviours.md, "later pairs"): the reward
+is a guess there, and PPO optimises the guess. :func:`new_share` measures "new" without any
+answer: the share of a rollout's steps with some reward input (observation, and action when the
+reward sees it) outside the central range of the labelled steps' inputs.
+``--query.ask-when-new`` asks for labels ahead of the schedule while that share is high.
 """
 
 from __future__ import annotations
