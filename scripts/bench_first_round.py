@@ -145,7 +145,7 @@ def step_correlation(learner: RewardLearner, segments: list[Segment]) -> float:
     return float(np.corrcoef(rewards, np.concatenate([s.true_rewards for s in segments]))[0, 1])
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -157,7 +157,11 @@ def main() -> None:
     parser.add_argument("--mistake", type=float, default=0.1, help="share of flipped answers")
     parser.add_argument("--n-seeds", type=int, default=None, help="label draws (default 5)")
     parser.add_argument("--quick", action="store_true", help="a small run of the same table")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = _parser().parse_args()
     torch.set_num_threads(1)
     budgets = args.labels or ([20] if args.quick else [50])
     seeds = args.n_seeds or (2 if args.quick else 5)
@@ -195,7 +199,13 @@ def main() -> None:
             ]
             print(f"{n:>6}  {name:28} {cells[0]:>22} {cells[1]:>22} {np.median(m[:, 2]):>10.2f}")
             headline[f"{name}@{n}"] = float(np.median(m[:, 0]))
-    n = budgets[0]
+    _print_headline(headline, budgets[0], seeds, args)
+
+
+def _print_headline(
+    headline: dict[str, float], n: int, seeds: int, args: argparse.Namespace
+) -> None:
+    """The machine-readable line: ratios of the arms' held-out pair accuracy at ``n`` labels."""
     default, every = headline[f"defaults@{n}"], headline[f"every label, no early stop@{n}"]
     linear = headline[f"linear, every label@{n}"]
     sparse = headline[f"32 steps, flat, sparse inputs@{n}"]

@@ -159,7 +159,7 @@ def _kept(args: argparse.Namespace) -> str:
     )
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--env-id", nargs="+", default=None, help="these tasks (default: every target here)"
@@ -211,6 +211,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="results directory (kept)")
     parser.add_argument("--plot", type=Path, default=None, help="learning curves (PNG)")
     parser.add_argument("--quick", action="store_true", help="HalfCheetah, 1k steps, 1 seed")
+    return parser
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     try:
         args.seed_list, args.seeds_from = choose_seeds(args)

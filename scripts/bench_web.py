@@ -249,7 +249,7 @@ def report(
     print(" ".join(f"{k}={v}" for k, v in figures.items()))
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer labels and rounds (< 1 min)")
     parser.add_argument("--api-only", action="store_true", help="skip the browser (no Chromium)")
@@ -273,6 +273,11 @@ def main() -> None:
         " and with the paced render-ahead, alternating; ratios paced over fixed",
     )
     parser.add_argument("--repeats", type=int, default=1, help="--against-fixed: runs per arm")
+    return parser
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     if args.against_fixed and not args.fast_only:
         parser.error("--against-fixed needs --fast-only")
