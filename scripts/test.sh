@@ -33,4 +33,7 @@ fi
 # but a browser test failed on its timing once in two clean-clone runs with 3; not adopted.
 # Tests that start a Ray share one of them (tests/support/workers.py). RLHF_TEST_WORKERS=0 runs
 # every test in this process, in file order (for a debugger, or -x on the first failure in order).
-exec "$ROOT/.venv/bin/python" -m pytest -n "${RLHF_TEST_WORKERS:-logical}" --dist loadgroup "$@"
+# --durations: the log names the slowest tests, so a suite that outgrows ~10 minutes on 2 cores
+# says where.
+exec "$ROOT/.venv/bin/python" -m pytest -n "${RLHF_TEST_WORKERS:-logical}" --dist loadgroup \
+    --durations=20 "$@"
