@@ -7,6 +7,7 @@ minibatch arrives with them (the replay buffer computes them from its reward sou
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import torch
@@ -47,9 +48,11 @@ class SACLearner:
         )
         self.q_optimizer = torch.optim.Adam(self.qf.parameters(), lr=cfg.q_lr, fused=True)
         self.target_entropy = -float(act_dim)
-        self.log_alpha = torch.zeros(1, device=device, requires_grad=True)
+        self.log_alpha = torch.full(
+            (1,), math.log(cfg.init_alpha), device=device, requires_grad=True
+        )
         self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.q_lr)
-        self.alpha = 1.0 if cfg.autotune else cfg.alpha
+        self.alpha = cfg.init_alpha if cfg.autotune else cfg.alpha
         self.gradient_steps = 0
         self.critic_resets = 0
         """Times the critics were reset (PEBBLE resets them once, after pretraining)."""

@@ -131,6 +131,9 @@ class SACConfig:
     """Entropy coefficient when --sac.no-autotune."""
     autotune: bool = True
     """Tune the entropy coefficient towards a target entropy of -act_dim."""
+    init_alpha: float = 1.0
+    """Where --sac.autotune starts the entropy coefficient (CleanRL: 1; B-Pref: 0.1, a calmer
+    first policy that wanders less before the first labels)."""
     hidden_size: int = 256
     """Width of the two hidden layers of actor and critics."""
     hidden_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
@@ -180,6 +183,7 @@ class SACConfig:
         above(check, "sac.q_lr", self.q_lr, 0, 1.0)
         at_least(check, "sac.policy_frequency", self.policy_frequency, 1, 10**6)
         at_least(check, "sac.alpha", self.alpha, 0, 100.0)
+        above(check, "sac.init_alpha", self.init_alpha, 0, 100.0)
         at_least(check, "sac.hidden_size", self.hidden_size, 1, WIDTH_MAX)
         at_least(check, "sac.iteration_steps", self.iteration_steps, 1, 10**7)
         at_least(check, "sac.pretrain_steps", self.pretrain_steps, 0, BIG)

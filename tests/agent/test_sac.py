@@ -145,6 +145,24 @@ def test_a_terminated_transition_bootstraps_from_the_terminal_value(hidden_dtype
     torch.testing.assert_close(q, torch.full((2, 1), 0.99 * 50.0), rtol=0.02, atol=0.5)
 
 
+def test_autotune_starts_the_entropy_coefficient_at_init_alpha_and_tunes_it_from_there() -> None:
+    buf = ReplayBuffer(8, 2, 1)
+    buf.add(*(np.zeros((8, d), np.float32) for d in (2, 1, 2)), np.ones(8, np.float32),
+            np.zeros(8, np.float32))  # fmt: skip
+    alphas = {}
+    for init in (1.0, 0.1):
+        cfg = SACConfig(hidden_size=8, batch_size=8, policy_frequency=1, init_alpha=init)
+        learner = SACLearner(2, 1, -np.ones(1), np.ones(1), cfg, torch.device("cpu"))
+        assert learner.alpha == pytest.approx(init)
+        learner.update(buf.sample(8, np.random.default_rng(0)))
+        alphas[init] = learner.alpha
+    # one Adam step moves log alpha by about its learning rate, from where it started
+    assert alphas[0.1] == pytest.approx(0.1 * alphas[1.0], rel=1e-3)
+    assert alphas[1.0] != 1.0
+    fixed = SACConfig(hidden_size=8, autotune=False, alpha=0.2, init_alpha=0.1)
+    assert SACLearner(2, 1, -np.ones(1), np.ones(1), fixed, torch.device("cpu")).alpha == 0.2
+
+
 @pytest.mark.slow
 # A guard against hangs, not a speed test: minutes alone, and past the suite's 600 s on 2 cores
 # shared with two benchmark runs (the first-round test too).
