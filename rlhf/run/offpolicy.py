@@ -2,7 +2,8 @@
 
 Each SAC iteration (:func:`train_offpolicy`) runs ``--sac.iteration-steps`` env steps; after each
 step the transition goes into the replay buffer and, once learning has started, SAC takes one
-gradient step on a minibatch whose rewards the buffer computes from its current reward source.
+gradient step (every ``--sac.update-every`` steps) on a minibatch whose rewards the buffer
+computes from its current reward source.
 Then, with a learned reward, the iteration's segments go into the same pool, query selection,
 teachers and labelling page as PPO's (:func:`rlhf.run.loop.preference_round`), and a refitted reward
 becomes the buffer's source: every past transition is worth the new reward from the next
@@ -58,6 +59,9 @@ class _Stepper:
         if self.step < self.cfg.learning_starts or not self.buffer.ready():
             return
         cfg = self.cfg
+        # from the step count, not a counter of its own, so a resumed run keeps the same rhythm
+        if (self.step // len(s.valid)) % cfg.update_every:
+            return
         rng = self.t.rngs["policy"]
         batch = self.buffer.sample(cfg.batch_size, rng, cfg.recent_share, cfg.recent_steps)
         self.stats = self.agent.update(batch)
@@ -105,8 +109,9 @@ def exploring_message(t: Trainer) -> str | None:
     if not pretraining(t):
         return None
     sac = t.cfg.sac
-    # one gradient step a vector step from learning_starts on; pretraining ends after them
-    first = sac.learning_starts + sac.pretrain_steps * t.cfg.num_envs
+    # a gradient step every --sac.update-every vector steps from learning_starts on;
+    # pretraining ends after them
+    first = sac.learning_starts + sac.pretrain_steps * sac.update_every * t.cfg.num_envs
     return (
         "The agent explores on its own before it asks anything (PEBBLE's pretraining): the"
         f" first pairs come at about step {first:,}."

@@ -151,6 +151,7 @@ def test_autotune_starts_the_entropy_coefficient_at_init_alpha_and_tunes_it_from
             np.zeros(8, np.float32))  # fmt: skip
     alphas = {}
     for init in (1.0, 0.1):
+        torch.manual_seed(0)  # the same weights and action noise: the same sign of alpha's step
         cfg = SACConfig(hidden_size=8, batch_size=8, policy_frequency=1, init_alpha=init)
         learner = SACLearner(2, 1, -np.ones(1), np.ones(1), cfg, torch.device("cpu"))
         assert learner.alpha == pytest.approx(init)
@@ -192,8 +193,15 @@ def test_sac_with_synthetic_labels_improves_the_true_return(
     assert state["agent"]["critic_resets"] == 1  # PEBBLE's reset after pretraining
 
 
-def test_sac_resume_continues_with_the_replay_buffer(tmp_path: Path) -> None:
-    sac = dataclasses.replace(TOY_SAC, learning_starts=200, pretrain_steps=100, iteration_steps=100)
+@pytest.mark.parametrize("update_every", [1, 2])
+def test_sac_resume_continues_with_the_replay_buffer(tmp_path: Path, update_every: int) -> None:
+    sac = dataclasses.replace(
+        TOY_SAC,
+        learning_starts=200,
+        pretrain_steps=100 // update_every,
+        iteration_steps=100,
+        update_every=update_every,
+    )
     cfg = _cfg(
         tmp_path, "r", 400, labels=20, sac=sac, checkpoint_every=1, reward_model=QUICK_REWARD_FIT
     )
@@ -208,14 +216,19 @@ def test_sac_resume_continues_with_the_replay_buffer(tmp_path: Path) -> None:
     state = load_checkpoint(root / "checkpoints" / "last.pt")
     np.testing.assert_array_equal(state["replay"]["obs"][:stored], first["replay"]["obs"])
     assert len(state["replay"]["obs"]) >= stored + 200 - 200 // 50
-    # every step after the resume took a gradient step: none were lost or repeated
-    assert state["agent"]["gradient_steps"] == first["agent"]["gradient_steps"] + 200
+    # every (--sac.update-every)th step after the resume took a gradient step: none were lost or
+    # repeated, and the rhythm did not restart with the session
+    assert first["agent"]["gradient_steps"] == 200 // update_every
+    assert (
+        state["agent"]["gradient_steps"] == first["agent"]["gradient_steps"] + 200 // update_every
+    )
     assert state["agent"]["critic_resets"] == 1  # pretraining is not repeated
     assert json.loads((root / "summary.json").read_text())["status"] == "finished"
 
 
+@pytest.mark.parametrize("update_every", [1, 2])
 def test_the_page_hears_that_pebble_explores_until_about_its_first_question(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update_every: int
 ) -> None:
     import rlhf.run.loop as loop
 
@@ -227,10 +240,17 @@ def test_the_page_hears_that_pebble_explores_until_about_its_first_question(
         publish(t, phase, message, **extra)
 
     monkeypatch.setattr(loop, "publish", heard)
-    sac = dataclasses.replace(TOY_SAC, learning_starts=200, pretrain_steps=100, iteration_steps=100)
+    sac = dataclasses.replace(
+        TOY_SAC,
+        learning_starts=200,
+        pretrain_steps=100 // update_every,
+        iteration_steps=100,
+        update_every=update_every,
+    )
     run(_cfg(tmp_path, "r", 600, labels=20, sac=sac, reward_model=QUICK_REWARD_FIT))
     phases = [(phase, step) for phase, _, step in said]
-    # pretraining ends with the 100th gradient step from step 200 on: iterations before say so
+    # pretraining ends with its last gradient step, 100 env steps after step 200 (one every
+    # --sac.update-every): iterations before say so
     assert phases == [("exploring", 100), ("exploring", 200)] + [
         ("training", s) for s in (300, 400, 500, 600)
     ]
