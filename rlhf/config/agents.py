@@ -129,8 +129,9 @@ class SACConfig:
     """Delayed policy updates: every this many gradient steps, as many actor updates."""
     update_every: int = 1
     """One gradient step every this many env steps (per env; CleanRL and B-Pref: 1). A gradient
-    step is most of SAC's time on a CPU, so 2 nearly halves a run's minutes, at the cost of what
-    each env step teaches (--sac.pretrain-steps still counts gradient steps)."""
+    step is most of SAC's time on a CPU, so 2 buys minutes at the cost of what each env step
+    teaches (--sac.pretrain-steps still counts gradient steps; measured:
+    docs/results/few-labels-learner.md)."""
     alpha: float = 0.2
     """Entropy coefficient when --sac.no-autotune."""
     autotune: bool = True
