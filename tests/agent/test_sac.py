@@ -47,6 +47,18 @@ def _cfg(tmp_path: Path, name: str, steps: int, labels: int = 200, **kw) -> Conf
     return Config(**(base | kw))
 
 
+def _short_pretraining(update_every: int) -> SACConfig:
+    """Learning from step 200, pretraining over the next 100 env steps (gradient steps every
+    ``update_every``), 100-step iterations."""
+    return dataclasses.replace(
+        TOY_SAC,
+        learning_starts=200,
+        pretrain_steps=100 // update_every,
+        iteration_steps=100,
+        update_every=update_every,
+    )
+
+
 def test_log_probability_matches_torch_distributions() -> None:
     torch.manual_seed(0)
     low, high = np.array([-2.0, 0.0]), np.array([2.0, 1.0])
@@ -195,13 +207,7 @@ def test_sac_with_synthetic_labels_improves_the_true_return(
 
 @pytest.mark.parametrize("update_every", [1, 2])
 def test_sac_resume_continues_with_the_replay_buffer(tmp_path: Path, update_every: int) -> None:
-    sac = dataclasses.replace(
-        TOY_SAC,
-        learning_starts=200,
-        pretrain_steps=100 // update_every,
-        iteration_steps=100,
-        update_every=update_every,
-    )
+    sac = _short_pretraining(update_every)
     cfg = _cfg(
         tmp_path, "r", 400, labels=20, sac=sac, checkpoint_every=1, reward_model=QUICK_REWARD_FIT
     )
@@ -240,13 +246,7 @@ def test_the_page_hears_that_pebble_explores_until_about_its_first_question(
         publish(t, phase, message, **extra)
 
     monkeypatch.setattr(loop, "publish", heard)
-    sac = dataclasses.replace(
-        TOY_SAC,
-        learning_starts=200,
-        pretrain_steps=100 // update_every,
-        iteration_steps=100,
-        update_every=update_every,
-    )
+    sac = _short_pretraining(update_every)
     run(_cfg(tmp_path, "r", 600, labels=20, sac=sac, reward_model=QUICK_REWARD_FIT))
     phases = [(phase, step) for phase, _, step in said]
     # pretraining ends with its last gradient step, 100 env steps after step 200 (one every
