@@ -47,6 +47,7 @@ SINCE_SCHEMA_1: tuple[tuple[str, str, Any], ...] = (
     ("reward_model", "restart_below", 0.0),  # members never restarted
     ("reward_model", "sees", "observation"),  # the reward read every observation entry
     ("reward_model", "self_predict", 0.0),
+    ("reward_model", "effort_cost", False),  # the network read the actions
     ("sac", "recent_share", 0.0),  # uniform replay
     ("sac", "recent_steps", 10_000),  # read only with a recent share
     ("sac", "init_alpha", 1.0),  # autotune started at 1

@@ -88,6 +88,13 @@ class RewardConfig:
     cost; one without them cannot learn a control cost either way. Try it where a learned reward
     pays for large actions (the agent flails); leave it off where the env's control cost matters (measured:
     docs/results/settings.md)."""
+    effort_cost: bool = False
+    """The network reads no action (as with --reward-model.observations-only); the actions enter
+    only as a learned cost, sum_j c_j a_j^2 with c_j >= 0 per action entry, so the reward can
+    learn what effort costs and never pay for it. For a learner whose effort lives in its mean
+    action (SAC) where a reward that reads actions learns to pay for effort (the agent flails);
+    it loses what a torque tells of the motion about to be seen (measured:
+    docs/results/few-labels-reward.md)."""
     sees: Literal["observation", "motion"] = "motion"
     """What of an observation the reward reads. motion: the robot's joint positions and
     velocities only, what a clip shows a person, where the observation starts with them

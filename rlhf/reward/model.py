@@ -32,6 +32,9 @@ _CHUNK_ROWS = 1 << 16
 """Rows per forward pass when scoring large batches (bounds peak memory)."""
 _MIN_OUT_STD = 1e-6
 """Floor for a member's output std (a constant member)."""
+_EFFORT_ROOT_INIT = 0.1
+"""Where each root of --reward-model.effort-cost starts: a cost of 0.01 a_j^2 per action entry,
+small beside a standardised reward, so the labels decide how much effort costs."""
 _MIN_IN_STD = 0.1
 """Floor for an input feature's std. A feature (nearly) constant in the labelled data may vary
 later; a tiny std would blow it up then, while a floor only leaves small features less scaled."""
@@ -39,7 +42,12 @@ later; a tiny std would blow it up then, while a floor only leaves small feature
 
 class RewardNet(nn.Module):
     """MLP on concat(raw obs, action, absorbing flag) -> reward, with a function-preserving
-    input standardiser."""
+    input standardiser.
+
+    With ``effort`` (the input columns of the action), the MLP does not read the action: it enters
+    only as a learned cost sum_j c_j a_j^2 with c_j = root_j^2 >= 0, so the reward can learn what
+    effort costs and never pay for it (--reward-model.effort-cost).
+    """
 
     def __init__(
         self,
@@ -48,9 +56,11 @@ class RewardNet(nn.Module):
         dropout: float = 0.0,
         zero_output: bool = False,
         bounded: bool = False,
+        effort: slice | None = None,
     ) -> None:
         super().__init__()
         self.bounded = bounded
+        self.effort = effort
         layers: list[nn.Module] = []
         width = in_dim
         for hidden in hidden_sizes:
@@ -70,6 +80,18 @@ class RewardNet(nn.Module):
         self.body = nn.Sequential(*layers)
         self.register_buffer("in_mean", torch.zeros(in_dim))
         self.register_buffer("in_std", torch.ones(in_dim))
+        if effort is not None:
+            keep = torch.ones(in_dim)
+            keep[effort] = 0.0
+            self.register_buffer("in_keep", keep)
+            width = len(range(in_dim)[effort])
+            self.effort_root = nn.Parameter(torch.full((width,), _EFFORT_ROOT_INIT))
+
+    def decayed_parameters(self) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+        """(the weights weight decay pulls towards 0, the rest): the effort roots are left out,
+        or the decay alone would teach the reward that effort is free."""
+        roots = [self.effort_root] if self.effort is not None else []
+        return [p for p in self.parameters() if all(p is not r for r in roots)], roots
 
     def untrained(self) -> bool:
         """Whether the output layer is still zero (the member predicts 0 everywhere)."""
@@ -81,14 +103,22 @@ class RewardNet(nn.Module):
         quantity is penalised on the same scale)."""
         return torch.linalg.vector_norm(self.body[0].weight, dim=0).sum()
 
+    def _standardised(self, x: torch.Tensor) -> torch.Tensor:
+        """What the MLP reads: standardised inputs, the action's columns zeroed with ``effort``."""
+        h = (x - self.in_mean) / self.in_std
+        return h * self.in_keep if self.effort is not None else h
+
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """(..., in_dim) -> (..., last hidden width): what the output layer reads."""
-        return self.body[:-1]((x - self.in_mean) / self.in_std)
+        return self.body[:-1](self._standardised(x))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(..., in_dim) -> (...,) per-step rewards (in (-1, 1) when ``bounded``)."""
-        out = self.body((x - self.in_mean) / self.in_std).squeeze(-1)
-        return torch.tanh(out) if self.bounded else out
+        """(..., in_dim) -> (...,) per-step rewards (the MLP's part in (-1, 1) when ``bounded``)."""
+        out = self.body(self._standardised(x)).squeeze(-1)
+        out = torch.tanh(out) if self.bounded else out
+        if self.effort is None:
+            return out
+        return out - (x[..., self.effort].square() * self.effort_root.square()).sum(-1)
 
     @torch.no_grad()
     def refit_input(self, mean: torch.Tensor, std: torch.Tensor) -> None:
@@ -142,6 +172,7 @@ class RewardEnsemble(nn.Module):
                     cfg.dropout,
                     zero_output=cfg.output_init == "zero",
                     bounded=cfg.output_bound == "tanh",
+                    effort=slice(obs_dim, obs_dim + act_dim) if cfg.effort_cost else None,
                 )
                 for _ in range(cfg.ensemble_size)
             )
@@ -203,8 +234,9 @@ class RewardEnsemble(nn.Module):
     def seen_actions(self, actions: np.ndarray) -> np.ndarray:
         """The actions as the networks see them: zeros with ``observations_only`` (the input
         keeps its width, so saved models load either way; a zero column stays zero once
-        standardised)."""
-        return np.zeros_like(actions) if self.cfg.observations_only else actions
+        standardised); as they are with ``effort_cost``, whose members read them as a cost only."""
+        hidden = self.cfg.observations_only and not self.cfg.effort_cost
+        return np.zeros_like(actions) if hidden else actions
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(..., in_dim) -> (M, ...) raw member rewards (train or eval mode as set)."""

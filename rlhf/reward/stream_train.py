@@ -32,7 +32,7 @@ from rlhf.reward.bradley_terry import (
     stack_labels,
 )
 from rlhf.reward.model import RewardEnsemble, RewardNet
-from rlhf.reward.train import TrainStats, _labelled_steps, _rng_devices
+from rlhf.reward.train import TrainStats, _labelled_steps, _rng_devices, member_optimiser
 
 Epochs = Callable[[int], Iterable[list[Preference]]]
 """Pass k -> the training preferences in batches (each label once per pass)."""
@@ -63,10 +63,7 @@ def train_ensemble_streaming(
     val_data = stack_labels(ensemble, val)
     val_idx = torch.arange(len(val), device=val_data.x.device)
     members = ensemble.members
-    opts = [
-        torch.optim.AdamW(n.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-        for n in members
-    ]
+    opts = [member_optimiser(*n.decayed_parameters(), cfg) for n in members]
     # As in the in-memory trainer, an untrained member's ties do not compete with its epochs.
     best = [
         math.inf if n.untrained() else eval_pair_loss(n, val_data, val_idx, cfg.label_noise)

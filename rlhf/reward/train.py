@@ -176,6 +176,16 @@ def _run_epoch(
             steps += 1
 
 
+def member_optimiser(
+    decayed: list[torch.nn.Parameter], undecayed: list[torch.nn.Parameter], cfg: RewardConfig
+) -> torch.optim.AdamW:
+    """AdamW on one member: --reward-model.weight-decay on ``decayed``, none on ``undecayed``."""
+    groups: list[dict] = [{"params": decayed, "weight_decay": cfg.weight_decay}]
+    if undecayed:
+        groups.append({"params": undecayed, "weight_decay": 0.0})
+    return torch.optim.AdamW(groups, lr=cfg.learning_rate)
+
+
 def _train_member(
     net: RewardNet,
     r: _Round,
@@ -185,12 +195,12 @@ def _train_member(
     rng: np.random.Generator,
 ) -> int:
     """Train one member on the pairs and clips ``sample`` (with repeats); returns the epochs run."""
-    params = list(net.parameters())
+    params, undecayed = net.decayed_parameters()
     predictor = None
     if r.unlabelled is not None and cfg.self_predict > 0:
         predictor = self_predict.head(net, r.unlabelled.next_obs.shape[1])
         params += list(predictor.parameters())
-    opt = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    opt = member_optimiser(params, undecayed, cfg)
     if all(v.numel() == 0 for v in val):
         for _ in range(cfg.max_epochs):
             _run_epoch(net, opt, r, sample, cfg, rng, predictor)
