@@ -4,6 +4,6 @@ Ray is optional (the ``sweep`` extra: ``scripts/setup.sh sweep``): it is importe
 """
 
 from rlhf.sweep.command import Sweep
-from rlhf.sweep.pool import JobsFailed, Outcome, RayOptions, map_jobs, run_jobs
+from rlhf.sweep.pool import Outcome, RayOptions, map_jobs, run_jobs
 
-__all__ = ["JobsFailed", "Outcome", "RayOptions", "Sweep", "map_jobs", "run_jobs"]
+__all__ = ["Outcome", "RayOptions", "Sweep", "map_jobs", "run_jobs"]

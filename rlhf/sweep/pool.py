@@ -51,10 +51,6 @@ class Outcome(Generic[R]):
     error: str | None = None
 
 
-class JobsFailed(RuntimeError):
-    """Some jobs of :func:`run_jobs` raised; the message names how many and the first error."""
-
-
 def import_ray() -> Any:
     try:
         import ray
@@ -233,10 +229,9 @@ def run_jobs(
     ``num_cpus`` CPUs (or ``$RAY_ADDRESS``'s cluster).
 
     A stop (Ctrl-C or SIGTERM) ends the script with exit status 130 and one line on stderr,
-    ``after_stop`` saying what the script kept and how to go on, instead of a traceback.
-
-    Raises:
-        JobsFailed: a job raised (after every other job ended).
+    ``after_stop`` saying what the script kept and how to go on, instead of a traceback; a job
+    that raised ends it (after every other job ended) with exit status 1 and one line naming how
+    many failed and the first error, then ``after_stop``.
     """
     cpus = None if os.environ.get("RAY_ADDRESS") else num_cpus
     try:
@@ -246,5 +241,8 @@ def run_jobs(
         raise SystemExit(130) from None
     errors = [o.error for o in outcomes if o.error is not None]
     if errors:
-        raise JobsFailed(f"{len(errors)} of {len(jobs)} jobs failed; the first: {errors[0]}")
+        kept = f"; {after_stop}" if after_stop else ""
+        say = f"{len(errors)} of {len(jobs)} jobs failed; the first: {errors[0]}{kept}"
+        print(say, file=sys.stderr, flush=True)
+        raise SystemExit(1)
     return [o.value for o in outcomes]  # type: ignore[misc]

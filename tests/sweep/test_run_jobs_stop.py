@@ -1,4 +1,5 @@
-"""A benchmark script stopped with SIGTERM ends on one line, not on Ray's traceback."""
+"""A benchmark script stopped with SIGTERM, or one whose job fails, ends on one line, not on a
+traceback."""
 
 from __future__ import annotations
 
@@ -54,3 +55,30 @@ def test_a_stopped_script_says_so_in_one_line_and_exits_130(tmp_path: Path) -> N
     assert "not reached" not in out
     assert err.strip().splitlines()[-1] == "stopped; the runs kept are in OUT", err[-2000:]
     assert "Traceback" not in err, err[-2000:]
+
+
+FAILING = """
+import sys
+from rlhf.sweep import run_jobs
+
+def job(n):
+    if n == 2:
+        raise ValueError("no such env")
+    return n
+
+run_jobs(job, [1, 2], num_cpus=1, after_stop="the runs kept are in OUT")
+print("not reached")
+"""
+
+
+def test_a_failed_job_ends_the_script_in_one_line_with_exit_1(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(FAILING)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "not reached" not in done.stdout
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("1 of 2 jobs failed; the first: ValueError: no such env"), last
+    assert last.endswith("; the runs kept are in OUT"), last
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
