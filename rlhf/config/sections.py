@@ -91,10 +91,10 @@ class RewardConfig:
     effort_cost: bool = False
     """The network reads no action (as with --reward-model.observations-only); the actions enter
     only as a learned cost, sum_j c_j a_j^2 with c_j >= 0 per action entry, so the reward can
-    learn what effort costs and never pay for it. For a learner whose effort lives in its mean
-    action (SAC) where a reward that reads actions learns to pay for effort (the agent flails);
-    it loses what a torque tells of the motion about to be seen (measured:
-    docs/results/few-labels-reward.md)."""
+    learn what effort costs and never pay for it. For a run whose reward pays for effort (the
+    busier clips of a run also move more, and the agent learns to flail); it loses what a torque
+    tells of the motion about to be seen (measured, not the default:
+    docs/results/few-labels-reward.md, docs/results/few-labels-learner.md)."""
     sees: Literal["observation", "motion"] = "motion"
     """What of an observation the reward reads. motion: the robot's joint positions and
     velocities only, what a clip shows a person, where the observation starts with them

@@ -94,7 +94,8 @@ class RewardNet(nn.Module):
         return [p for p in self.parameters() if all(p is not r for r in roots)], roots
 
     def untrained(self) -> bool:
-        """Whether the output layer is still zero (the member predicts 0 everywhere)."""
+        """Whether the output layer is still zero (the member's network predicts 0 everywhere;
+        an effort cost, --reward-model.effort-cost, still charges its small starting cost)."""
         return not any(p.any() for p in self.body[-1].parameters())
 
     def input_group_norm(self) -> torch.Tensor:
