@@ -34,6 +34,7 @@ def _rlhf(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         (["train", "--gamma", "1.5"], "--gamma must be in [0, 1]"),
         (["train", "--num-envs", "0"], "--num-envs must be >= 1"),
         (["train", "--end-margin", "nan"], "--end-margin must be a finite number"),
+        (["train", "--sac.end-margin", "inf"], "--sac.end-margin must be a finite number"),
         (["train", "--reward", "magic"], "--reward"),
         (["serve", "--run", "does/not/exist"], "not a run directory"),
         (["fly"], "unknown command 'fly'; choose one of: train, serve"),

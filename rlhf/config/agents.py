@@ -176,6 +176,12 @@ class SACConfig:
     docs/results/off-policy.md)."""
     recent_steps: int = 10_000
     """--sac.recent-share: how many of the newest transitions count as recent."""
+    end_margin: float = 0.0
+    """With a learned absorbing reward (--reward learned, --terminations absorbing): an
+    episode's end counts this much below it per step, in units of the learned reward (its
+    members are standardised over the labelled steps), so a termination bootstraps from
+    (r_abs - margin) / (1 - gamma): for an agent that ends its episodes where it should stay up
+    (what --end-margin is for PPO); 0: the end is worth what the labels say."""
 
     def validate(self, check: Check) -> None:
         # a checkpoint holds the whole buffer: 10^8 transitions are already tens of GB
@@ -197,3 +203,5 @@ class SACConfig:
         at_least(check, "sac.her_future_k", self.her_future_k, 0, 100.0)
         within(check, "sac.recent_share", self.recent_share, 0, 1, "[]")
         at_least(check, "sac.recent_steps", self.recent_steps, 1, 10**8)
+        # nan or inf would reach every bootstrap of a termination without a word
+        at_least(check, "sac.end_margin", self.end_margin, -100.0, 100.0)

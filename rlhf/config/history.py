@@ -52,6 +52,7 @@ SINCE_SCHEMA_1: tuple[tuple[str, str, Any], ...] = (
     ("sac", "recent_steps", 10_000),  # read only with a recent share
     ("sac", "init_alpha", 1.0),  # autotune started at 1
     ("sac", "update_every", 1),  # a gradient step every env step
+    ("sac", "end_margin", 0.0),  # an end worth what the labels said
     ("video", "ready_ahead_max", SameAs("ready_ahead")),  # a fixed number of pairs kept ready
     ("", "max_minutes", 0.0),  # no time limit ("": a top-level setting)
 )

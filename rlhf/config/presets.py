@@ -120,6 +120,12 @@ def learned_end(cfg: Config) -> bool:
     return cfg.algo == "ppo" and cfg.reward == "learned" and cfg.termination_mode == "absorbing"
 
 
+def learned_end_sac(cfg: Config) -> bool:
+    """Does SAC value an episode's end with the absorbing reward it learns in this run (what
+    --sac.end-margin moves)? With a saved reward it bootstraps an end from 0."""
+    return cfg.algo == "sac" and learns_reward(cfg) and cfg.termination_mode == "absorbing"
+
+
 def idle_settings(cfg: Config) -> list[str]:
     """One line for each setting given that this run has nothing to apply to (accepted, so a
     sweep may set it across algorithms, but never silently)."""
@@ -130,6 +136,12 @@ def idle_settings(cfg: Config) -> list[str]:
             f"{flag('ppo.end_margin')} {margin:g} does nothing here: it moves the end of an"
             f" episode that PPO learns with {flag('reward')} learned and {flag('terminations')}"
             " absorbing"
+        )
+    if cfg.sac.end_margin and not learned_end_sac(cfg):
+        idle.append(
+            f"{flag('sac.end_margin')} {cfg.sac.end_margin:g} does nothing here: it moves the end"
+            f" of an episode that SAC learns with {flag('reward')} learned and"
+            f" {flag('terminations')} absorbing"
         )
     if cfg.ppo.restart_at and not (cfg.algo == "ppo" and learns_reward(cfg)):
         idle.append(

@@ -27,6 +27,7 @@ from rlhf.agent.entropy import StateEntropyReward
 from rlhf.agent.replay import ReplayBuffer
 from rlhf.agent.sac import NumpySACActor, RandomActor, SACStats
 from rlhf.agent.sac_learner import SACLearner
+from rlhf.config import SACConfig
 from rlhf.run.health import check_rollout
 from rlhf.run.loop import (
     absorbing_reward,
@@ -145,4 +146,13 @@ def set_reward_source(t: Trainer) -> None:
     buffer.set_reward_fn(prefs.reward.paying(t.collector.global_step))
     # None unless the run pads terminations with the absorbing state
     value = absorbing_reward(t.plan.absorbing, prefs.reward, t.logger, t.collector.global_step)
-    agent.terminal_value = 0.0 if value is None else value / (1.0 - t.cfg.sac.gamma)
+    agent.terminal_value = terminal_value(value, t.cfg.sac)
+
+
+def terminal_value(absorbing: float | None, cfg: SACConfig) -> float:
+    """What a termination is worth to SAC's critics: the learned absorbing reward, less
+    --sac.end-margin (an end worth less than the labels say, so staying up pays), forever;
+    0 without an absorbing state."""
+    if absorbing is None:
+        return 0.0
+    return (absorbing - cfg.end_margin) / (1.0 - cfg.gamma)

@@ -255,3 +255,17 @@ def test_the_page_hears_that_pebble_explores_until_about_its_first_question(
         ("training", s) for s in (300, 400, 500, 600)
     ]
     assert said[0][1].endswith("the first pairs come at about step 300.")
+
+
+@pytest.mark.parametrize(("absorbing", "margin", "expected"), [
+    (None, 1.0, 0.0),  # no absorbing state: an end is worth nothing, margin or not
+    (0.5, 0.0, 50.0),  # the learned end forever: 0.5 / (1 - 0.99)
+    (0.5, 1.5, -100.0),  # --sac.end-margin 1.5: (0.5 - 1.5) / (1 - 0.99)
+])  # fmt: skip
+def test_a_termination_is_worth_the_absorbing_reward_less_the_end_margin_forever(
+    absorbing: float | None, margin: float, expected: float
+) -> None:
+    from rlhf.run.offpolicy import terminal_value
+
+    cfg = SACConfig(gamma=0.99, end_margin=margin)
+    assert terminal_value(absorbing, cfg) == pytest.approx(expected)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlhf.config import Config, PPOConfig, QueryConfig, RewardConfig
+from rlhf.config import Config, PPOConfig, QueryConfig, RewardConfig, SACConfig
 from rlhf.config.presets import (
     DEFAULT,
     family,
@@ -110,6 +110,24 @@ def test_a_margin_given_where_it_does_nothing_says_so(overrides: dict, idle: boo
     lines = idle_settings(cfg)
     assert bool(lines) == idle
     assert all(line.startswith("--end-margin 0.3 does nothing here") for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "idle"),
+    [
+        ({}, False),  # SAC learns the absorbing reward: the margin moves its end
+        ({"reward": "env"}, True),
+        ({"terminations": "fixed-horizon"}, True),
+        ({"algo": "ppo"}, True),
+        ({"reward_model_file": "r.pt"}, True),  # SAC bootstraps a saved reward's end from 0
+        ({"sac": SACConfig(end_margin=0.0)}, False),
+    ],
+)
+def test_an_sac_end_margin_given_where_it_does_nothing_says_so(overrides: dict, idle: bool) -> None:
+    base = {"algo": "sac", "sac": SACConfig(end_margin=1.5)}
+    lines = idle_settings(Config(env_id="Ant-v5", **(base | overrides)))
+    assert bool(lines) == idle
+    assert all(line.startswith("--sac.end-margin 1.5 does nothing here") for line in lines)
 
 
 def test_a_flag_given_wins_over_the_preset() -> None:
